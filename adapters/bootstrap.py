@@ -1,0 +1,118 @@
+"""The composition root: the one place that picks concrete adapters."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+
+from eventsourcing.postgres import (
+    PostgresApplicationRecorder,
+    PostgresFactory,
+    PostgresTrackingRecorder,
+)
+from nats.aio.client import Client as NATS
+
+from adapters.nats.connection import connect_nats
+from adapters.nats.feed import JetStreamFeed
+from adapters.nats.relay import Relay
+from adapters.nats.stream import EventStream
+from adapters.postgres.eventstore import eventstore_env
+from adapters.settings import Settings
+from application.bridge import SyncBridge
+from application.sessions import SessionService
+from projections.runner import ProjectionRunner
+from projections.sessions import SessionsView
+from projections.view import TRACKING_TABLE, ProjectionError, View
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Container:
+    """The write side, the read models and the bridge between them and async code."""
+
+    settings: Settings
+    database_url: str
+    nats_url: str
+    sessions: SessionService
+    views: dict[str, View]
+    checkpoints: PostgresTrackingRecorder
+    bridge: SyncBridge
+
+    @property
+    def recorder(self) -> PostgresApplicationRecorder:
+        recorder = self.sessions.recorder
+        assert isinstance(recorder, PostgresApplicationRecorder)
+        return recorder
+
+    def close(self) -> None:
+        self.bridge.close()
+        self.sessions.close()
+
+
+def build(settings: Settings, *, database_url: str, nats_url: str) -> Container:
+    """Open the event store and the read models (creating their tables)."""
+    env = eventstore_env(
+        database_url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow
+    )
+    sessions = SessionService(env=env)
+    factory = sessions.factory
+    assert isinstance(factory, PostgresFactory)
+    views: dict[str, View] = {v.name: v for v in (SessionsView(factory.datastore),)}
+    checkpoints = PostgresTrackingRecorder(factory.datastore, tracking_table_name=TRACKING_TABLE)
+    for recorder in (*views.values(), checkpoints):
+        recorder.create_table()
+    bridge = SyncBridge(settings.thread_pool_size)
+    return Container(settings, database_url, nats_url, sessions, views, checkpoints, bridge)
+
+
+@dataclass
+class Services:
+    """What runs in the background: the relay and the projection runners."""
+
+    container: Container
+    relay_enabled: bool = True
+    projections_enabled: bool = True
+    relay: Relay | None = None
+    runners: dict[str, ProjectionRunner] = field(default_factory=dict)
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _nats: NATS | None = None
+
+    async def start(self) -> None:
+        c = self.container
+        nc = await connect_nats(c.nats_url, name="tokendance")
+        self._nats = nc
+        stream = EventStream(nc.jetstream(), c.settings.nats_stream)
+        if self.relay_enabled:
+            self.relay = Relay(
+                database_url=c.database_url,
+                recorder=c.recorder,
+                checkpoints=c.checkpoints,
+                bridge=c.bridge,
+                stream=stream,
+                channel=c.recorder.channel_name,
+            )
+            self._spawn(self.relay.run(), "relay")
+        if self.projections_enabled:
+            await stream.ensure()
+            for name, view in c.views.items():
+                feed = JetStreamFeed(stream, f"projection-{name}")
+                runner = ProjectionRunner(view, mapper=c.sessions.mapper, feed=feed, bridge=c.bridge)
+                self.runners[name] = runner
+                self._spawn(runner.run(), f"projection {name}")
+
+    def _spawn(self, coro: Coroutine[object, object, None], name: str) -> None:
+        self._tasks.append(asyncio.create_task(coro, name=name))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, ProjectionError):
+                await task
+        self._tasks.clear()
+        if self._nats is not None:
+            await self._nats.close()

@@ -1,0 +1,134 @@
+"""The `tokendance` command."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from adapters.bootstrap import Container, Services, build
+from adapters.embedded import EmbeddedServers
+from adapters.settings import Settings
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    settings = Settings.from_env().override(
+        host=getattr(args, "host", None),
+        port=getattr(args, "port", None),
+        data_dir=args.data_dir,
+    )
+    logging.basicConfig(
+        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
+    args.func(settings, args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tokendance", description=__doc__)
+    parser.add_argument("--data-dir", type=Path, help="overrides TOKENDANCE_DATA_DIR")
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="run the API, the relay and the projections")
+    serve.add_argument("--host", help="overrides TOKENDANCE_HOST")
+    serve.add_argument("--port", type=int, help="overrides TOKENDANCE_PORT")
+    serve.set_defaults(func=_serve)
+
+    relay = commands.add_parser("relay", help="run only the relay (Postgres -> NATS)")
+    relay.set_defaults(func=_relay)
+
+    projections = commands.add_parser("projections", help="manage read models")
+    projection_commands = projections.add_subparsers(required=True, metavar="ACTION")
+    rebuild = projection_commands.add_parser("rebuild", help="rebuild from the event store")
+    rebuild.add_argument("name", nargs="?", help="one read model (default: all)")
+    rebuild.set_defaults(func=_rebuild)
+    return parser
+
+
+@contextmanager
+def _container(settings: Settings) -> Iterator[Container]:
+    """The servers the settings name, or embedded ones, and the container over them."""
+    embedded = EmbeddedServers(
+        settings.data_dir,
+        postgres=settings.database_url is None,
+        nats=settings.nats_url is None,
+    )
+    with embedded:
+        container = build(
+            settings,
+            database_url=settings.database_url or embedded.database_url or "",
+            nats_url=settings.nats_url or embedded.nats_url or "",
+        )
+        try:
+            yield container
+        finally:
+            container.close()
+
+
+def _serve(settings: Settings, _: argparse.Namespace) -> None:
+    import uvicorn
+
+    from adapters.http.app import create_app
+
+    with _container(settings) as container:
+        app = create_app(container, Services(container))
+        config = uvicorn.Config(
+            app, host=settings.host, port=settings.port, log_level=settings.log_level.lower()
+        )
+        # uvicorn handles SIGINT/SIGTERM (graceful drain) and re-raises SIGINT after.
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(uvicorn.Server(config).serve())
+
+
+def _relay(settings: Settings, _: argparse.Namespace) -> None:
+    async def run(container: Container) -> None:
+        services = Services(container, projections_enabled=False)
+        await services.start()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await services.stop()
+
+    with _container(settings) as container:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(run(container))
+
+
+def _rebuild(settings: Settings, args: argparse.Namespace) -> None:
+    from tqdm import tqdm
+
+    from projections.rebuild import rebuild
+
+    with _container(settings) as container:
+        names = [args.name] if args.name else list(container.views)
+        unknown = [n for n in names if n not in container.views]
+        if unknown:
+            sys.exit(f"unknown read model {unknown[0]!r}; known: {', '.join(container.views)}")
+        for name in names:
+            with tqdm(desc=f"rebuilding {name}", unit=" ids", file=sys.stderr) as bar:
+
+                def progress(position: int, target: int, bar: tqdm[None] = bar) -> None:
+                    bar.total = target
+                    bar.update(position - bar.n)
+
+                report = rebuild(
+                    container.views[name],
+                    container.recorder,
+                    container.sessions.mapper,
+                    on_progress=progress,
+                )
+            print(
+                f"rebuilt {name}: {report.events} events up to notification id "
+                f"{report.position} in {report.seconds:.2f}s "
+                f"({report.events_per_second:,.0f} events/s)"
+            )
+
+
+if __name__ == "__main__":
+    main()

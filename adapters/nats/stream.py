@@ -1,0 +1,168 @@
+"""The JetStream stream that carries stored events, and the message format on it.
+
+One message per stored event, on a subject per session. The body is the stored
+state exactly as Postgres holds it; headers carry the topic, the originator and the
+notification id (also the `Nats-Msg-Id`, so JetStream drops a republished event).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+from uuid import UUID
+
+from eventsourcing.persistence import Notification
+from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
+from nats.js import JetStreamContext
+from nats.js.api import (
+    AckPolicy,
+    ConsumerConfig,
+    DeliverPolicy,
+    Header,
+    StorageType,
+    StreamConfig,
+)
+from nats.js.errors import APIError, NotFoundError
+
+TOPIC = "Td-Topic"
+ORIGINATOR_ID = "Td-Originator-Id"
+ORIGINATOR_VERSION = "Td-Originator-Version"
+NOTIFICATION_ID = "Td-Notification-Id"
+
+
+class StreamUnavailable(Exception):
+    """NATS or the stream did not answer, or refused a publish; try again later."""
+
+
+class BadMessage(Exception):
+    """A message on the stream is not a stored event in our format."""
+
+
+class EventStream:
+    """A JetStream stream of stored events, `name` on subjects `<name>.events.<session>`."""
+
+    def __init__(self, js: JetStreamContext, name: str, *, ack_timeout: float = 5.0) -> None:
+        self.js = js
+        self.name = name
+        self.prefix = f"{name.lower()}.events"
+        self.ack_timeout = ack_timeout
+
+    def subject(self, session_id: UUID | str) -> str:
+        return f"{self.prefix}.{session_id}"
+
+    @property
+    def all_subjects(self) -> str:
+        return f"{self.prefix}.>"
+
+    async def ensure(self) -> None:
+        config = StreamConfig(
+            name=self.name,
+            subjects=[self.all_subjects],
+            storage=StorageType.FILE,
+            duplicate_window=120.0,
+        )
+        try:
+            await self.js.stream_info(self.name)
+        except NotFoundError:
+            await self.js.add_stream(config)
+
+    async def last_notification_id(self) -> int:
+        """The notification id of the newest message on the stream (0 if empty)."""
+        try:
+            info = await self.js.stream_info(self.name)
+            if not info.state.messages:
+                return 0
+            return await self._notification_id_at(info.state.last_seq)
+        except (NatsError, asyncio.TimeoutError) as e:
+            raise StreamUnavailable(str(e) or type(e).__name__) from e
+
+    async def sequence_after(self, notification_id: int) -> int:
+        """The stream sequence of the first event after `notification_id` (binary search)."""
+        info = await self.js.stream_info(self.name)
+        low, high = info.state.first_seq, info.state.last_seq
+        if not info.state.messages:
+            return high + 1
+        while low <= high:
+            middle = (low + high) // 2
+            if await self._notification_id_at(middle) > notification_id:
+                high = middle - 1
+            else:
+                low = middle + 1
+        return low
+
+    async def _notification_id_at(self, seq: int) -> int:
+        msg = await self.js.get_msg(self.name, seq)
+        return int((msg.headers or {}).get(Header.MSG_ID, "0"))
+
+    async def publish(self, notifications: Sequence[Notification], after: int) -> int:
+        """Publish in order, pipelined; return the last notification id acknowledged.
+
+        Each message names its predecessor (`Nats-Expected-Last-Msg-Id`), so the
+        stream refuses anything that would land out of order or twice; on any refusal
+        or timeout this raises and the caller reconciles with the stream's last message.
+        """
+        futures: list[asyncio.Future[object]] = []
+        previous = after
+        try:
+            for n in notifications:
+                headers = {
+                    Header.MSG_ID.value: str(n.id),
+                    TOPIC: n.topic,
+                    ORIGINATOR_ID: str(n.originator_id),
+                    ORIGINATOR_VERSION: str(n.originator_version),
+                    NOTIFICATION_ID: str(n.id),
+                }
+                if previous:
+                    headers[Header.EXPECTED_LAST_MSG_ID.value] = str(previous)
+                else:
+                    headers[Header.EXPECTED_LAST_SEQUENCE.value] = "0"
+                futures.append(
+                    await self.js.publish_async(
+                        self.subject(n.originator_id), n.state, headers=headers
+                    )
+                )
+                previous = n.id
+            await asyncio.wait_for(asyncio.gather(*futures), self.ack_timeout)
+        except (NatsError, APIError, asyncio.TimeoutError) as e:
+            for f in futures:
+                f.cancel()
+            raise StreamUnavailable(str(e) or type(e).__name__) from e
+        return previous
+
+    async def pull(self, durable: str, *, start_seq: int) -> JetStreamContext.PullSubscription:
+        """A durable pull consumer from `start_seq`, each message acked after use.
+
+        The consumer is made anew at the position its reader asks for, so messages a
+        previous reader fetched and never acked cannot come back late, after newer ones.
+        """
+        with contextlib.suppress(NotFoundError):
+            await self.js.delete_consumer(self.name, durable)
+        return await self.js.pull_subscribe(
+            self.all_subjects,
+            durable=durable,
+            stream=self.name,
+            config=ConsumerConfig(
+                ack_policy=AckPolicy.EXPLICIT,
+                deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+                opt_start_seq=start_seq,
+                ack_wait=60.0,
+                max_ack_pending=10_000,
+            ),
+        )
+
+
+def to_notification(msg: Msg) -> Notification:
+    """The stored event a message carries, with its notification id."""
+    headers = msg.headers or {}
+    try:
+        return Notification(
+            id=int(headers[NOTIFICATION_ID]),
+            originator_id=UUID(headers[ORIGINATOR_ID]),
+            originator_version=int(headers[ORIGINATOR_VERSION]),
+            topic=headers[TOPIC],
+            state=msg.data,
+        )
+    except (KeyError, ValueError) as e:
+        raise BadMessage(f"message on {msg.subject} lacks a valid {e} header") from e

@@ -1,0 +1,88 @@
+"""Settings, read once from environment variables (command-line flags override)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+# name -> (default, what it is); the README's settings table is made from this.
+DOCUMENTED: dict[str, tuple[str, str]] = {
+    "TOKENDANCE_DATA_DIR": (
+        "./.tokendance",
+        "where the embedded Postgres and NATS keep their data, and where blobs live",
+    ),
+    "TOKENDANCE_HOST": ("127.0.0.1", "address the HTTP API listens on"),
+    "TOKENDANCE_PORT": ("8000", "port the HTTP API listens on"),
+    "TOKENDANCE_DATABASE_URL": (
+        "(unset: embedded Postgres)",
+        "Postgres with pgvector, e.g. postgresql://user:pw@host:5432/db",
+    ),
+    "TOKENDANCE_NATS_URL": (
+        "(unset: embedded NATS)",
+        "NATS server with JetStream, e.g. nats://host:4222",
+    ),
+    "TOKENDANCE_NATS_STREAM": ("TOKENDANCE", "JetStream stream that carries the events"),
+    "TOKENDANCE_DB_POOL_SIZE": (
+        "8",
+        "Postgres connections kept open (the event-store thread pool has as many "
+        "threads as pool size + overflow)",
+    ),
+    "TOKENDANCE_DB_MAX_OVERFLOW": ("8", "extra Postgres connections allowed under load"),
+    "TOKENDANCE_LOG_LEVEL": ("INFO", "log level"),
+}
+
+
+def _default(name: str) -> str:
+    return DOCUMENTED[name][0]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the process is configured with."""
+
+    data_dir: Path = field(default_factory=lambda: Path(_default("TOKENDANCE_DATA_DIR")))
+    host: str = _default("TOKENDANCE_HOST")
+    port: int = int(_default("TOKENDANCE_PORT"))
+    database_url: str | None = None
+    nats_url: str | None = None
+    nats_stream: str = _default("TOKENDANCE_NATS_STREAM")
+    db_pool_size: int = int(_default("TOKENDANCE_DB_POOL_SIZE"))
+    db_max_overflow: int = int(_default("TOKENDANCE_DB_MAX_OVERFLOW"))
+    log_level: str = _default("TOKENDANCE_LOG_LEVEL")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+
+        def get(name: str) -> str:
+            value = env.get(name, "").strip()
+            return value or _default(name)
+
+        return cls(
+            data_dir=Path(get("TOKENDANCE_DATA_DIR")),
+            host=get("TOKENDANCE_HOST"),
+            port=_int(get("TOKENDANCE_PORT"), "TOKENDANCE_PORT"),
+            database_url=env.get("TOKENDANCE_DATABASE_URL") or None,
+            nats_url=env.get("TOKENDANCE_NATS_URL") or None,
+            nats_stream=get("TOKENDANCE_NATS_STREAM"),
+            db_pool_size=_int(get("TOKENDANCE_DB_POOL_SIZE"), "TOKENDANCE_DB_POOL_SIZE"),
+            db_max_overflow=_int(get("TOKENDANCE_DB_MAX_OVERFLOW"), "TOKENDANCE_DB_MAX_OVERFLOW"),
+            log_level=get("TOKENDANCE_LOG_LEVEL").upper(),
+        )
+
+    def override(self, **changes: object) -> Settings:
+        """A copy with the given fields replaced; `None` values leave a field as it is."""
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    @property
+    def thread_pool_size(self) -> int:
+        return self.db_pool_size + self.db_max_overflow
+
+
+def _int(value: str, name: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise SystemExit(f"{name} must be an integer, not {value!r}") from None

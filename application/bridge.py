@@ -1,0 +1,32 @@
+"""The deliberate bridge from async callers to the synchronous event store.
+
+eventsourcing and its Postgres recorder are synchronous (psycopg + threads). Async
+code calls them through one thread pool whose size matches the connection pool, so
+a burst of commands queues for a thread instead of for a connection while holding one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class SyncBridge:
+    """Runs blocking calls on a bounded thread pool, awaited from the event loop."""
+
+    def __init__(self, max_workers: int) -> None:
+        self.max_workers = max_workers
+        self._executor = ThreadPoolExecutor(max_workers, thread_name_prefix="eventstore")
+
+    async def __call__(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,133 @@
+"""Ports: what the application needs from the outside world, in our own types.
+
+Adapters conform to these without inheriting from them; `adapters/bootstrap.py`
+picks which adapter fills each port.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Protocol
+
+from eventsourcing.persistence import Notification
+
+from domain.conversation import ModelRequest, StreamItem
+
+
+class LLMError(Exception):
+    """A model call failed; `retryable` says whether trying again could help."""
+
+    code = "LLM_ERROR"
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class LLMNotConfigured(LLMError):
+    """No model is configured (no API key and no scripted model)."""
+
+    code = "LLM_NOT_CONFIGURED"
+
+
+class LLMRateLimited(LLMError):
+    """The vendor answered 429 and kept answering it after all retries."""
+
+    code = "LLM_RATE_LIMITED"
+
+
+class LLMOverloaded(LLMError):
+    """The vendor answered 529 (or 5xx) and kept answering it after all retries."""
+
+    code = "LLM_OVERLOADED"
+
+
+class LLMConnectionError(LLMError):
+    """The connection failed or the stream was cut off, after all retries."""
+
+    code = "LLM_CONNECTION_ERROR"
+
+
+class LLMBadRequest(LLMError):
+    """The vendor refused the request itself (4xx other than 429): retrying won't help."""
+
+    code = "LLM_BAD_REQUEST"
+
+
+class LLM(Protocol):
+    """A language model: stream one assistant turn for a request.
+
+    Yields live `TextDelta` / `ThinkingDelta` items, then exactly one `ModelTurn`
+    (the finished turn with its usage) as the last item. Raises `LLMError`.
+    """
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]: ...
+
+
+class TokenCounter(Protocol):
+    """Estimates tokens before a call (exact usage comes back with the turn)."""
+
+    def count(self, text: str) -> int: ...
+
+
+class BlobNotFound(Exception):
+    """No blob is stored under that hash."""
+
+
+class BlobStore(Protocol):
+    """Content-addressed storage: the key of a blob is the sha256 of its bytes."""
+
+    async def put(self, data: bytes, *, content_type: str = "application/octet-stream") -> str: ...
+
+    async def get(self, sha256: str) -> bytes: ...
+
+    async def exists(self, sha256: str) -> bool: ...
+
+
+class ToolExecutionError(Exception):
+    """A tool ran and failed; the message is what the model sees."""
+
+
+class Tool(Protocol):
+    """A tool the agent can call.
+
+    `input_schema` is JSON Schema for the arguments; `risky` tools may need a human
+    confirmation first. `run` returns the full output (stored as a blob) and raises
+    `ToolExecutionError` for a failure the model should see.
+    """
+
+    name: str
+    description: str
+    input_schema: dict[str, object]
+    risky: bool
+
+    async def run(self, args: dict[str, object]) -> str: ...
+
+
+ToolList = Sequence[Tool]
+
+
+class FeedBatch(Protocol):
+    """Stored events delivered together, in order; ack only after they are applied."""
+
+    @property
+    def notifications(self) -> Sequence[Notification]: ...
+
+    async def ack(self) -> None: ...
+
+
+class FeedError(Exception):
+    """The feed delivered something that is not a stored event; `position` says where."""
+
+    def __init__(self, position: str, message: str) -> None:
+        super().__init__(f"{position}: {message}")
+        self.position = position
+        self.message = message
+
+
+class EventFeed(Protocol):
+    """Committed events, in commit order, at least once (a consumer skips repeats)."""
+
+    def batches(self, after: int) -> AsyncIterator[FeedBatch]:
+        """Batches of events after notification id `after`, each applied before the next."""
+        ...

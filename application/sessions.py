@@ -1,0 +1,178 @@
+"""Use cases on agent sessions: each one gets the session, calls it, saves it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.domain import DomainEventProtocol
+from eventsourcing.persistence import IntegrityError
+
+from domain.conversation import ModelTurn
+from domain.errors import Conflict, SessionNotFound
+from domain.session import AgentSession, RiskLevel, ToolResultStatus
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """What a command wrote: the session's new version and the last notification id."""
+
+    session_id: UUID
+    version: int
+    notification_id: int
+
+
+class SessionService(Application[UUID]):
+    """The agent sessions application (the write side)."""
+
+    name = "tokendance"
+    snapshotting_intervals = {AgentSession: 200}  # noqa: RUF012 - the library's hook
+    env = {  # noqa: RUF012 - the library's hook
+        "AGGREGATE_CACHE_MAXSIZE": "1000",
+        "COMPRESSOR_TOPIC": "",
+    }
+
+    # -- commands -------------------------------------------------------------
+
+    def start_session(
+        self,
+        *,
+        workspace_id: UUID,
+        owner_id: UUID,
+        title: str,
+        task_type: str = "general",
+        model: str = "",
+        settings: dict[str, object] | None = None,
+    ) -> Receipt:
+        session = AgentSession.start(
+            workspace_id=workspace_id,
+            owner_id=owner_id,
+            title=title,
+            task_type=task_type,
+            model=model,
+            settings=settings,
+        )
+        return self._save(session)
+
+    def append_user_message(
+        self,
+        session_id: UUID,
+        text: str,
+        *,
+        attachments: list[str] | None = None,
+        idempotency_key: str | None = None,
+        expected_version: int | None = None,
+    ) -> Receipt:
+        return self._change(
+            session_id,
+            lambda s: s.append_user_message(text, attachments, idempotency_key),
+            expected_version,
+        )
+
+    def record_assistant_turn(
+        self, session_id: UUID, run_id: UUID, turn: ModelTurn, latency_ms: int
+    ) -> Receipt:
+        return self._change(session_id, lambda s: s.record_assistant_turn(run_id, turn, latency_ms))
+
+    def request_tool_call(
+        self,
+        session_id: UUID,
+        tool_use_id: str,
+        tool: str,
+        args: dict[str, object],
+        risk: RiskLevel = "safe",
+    ) -> Receipt:
+        return self._change(session_id, lambda s: s.request_tool_call(tool_use_id, tool, args, risk))
+
+    def record_tool_result(
+        self,
+        session_id: UUID,
+        tool_use_id: str,
+        status: ToolResultStatus,
+        summary: str,
+        *,
+        blob_ref: str | None = None,
+        error: str | None = None,
+        duration_ms: int = 0,
+    ) -> Receipt:
+        return self._change(
+            session_id,
+            lambda s: s.record_tool_result(
+                tool_use_id,
+                status,
+                summary,
+                blob_ref=blob_ref,
+                error=error,
+                duration_ms=duration_ms,
+            ),
+        )
+
+    def update_plan(self, session_id: UUID, items: list[dict[str, str]]) -> Receipt:
+        return self._change(session_id, lambda s: s.update_plan(items))
+
+    def request_run(self, session_id: UUID, run_id: UUID) -> Receipt:
+        return self._change(session_id, lambda s: s.request_run(run_id))
+
+    def start_run(self, session_id: UUID, run_id: UUID, worker: str) -> Receipt:
+        return self._change(session_id, lambda s: s.start_run(run_id, worker))
+
+    def complete_run(self, session_id: UUID, run_id: UUID, reason: str = "end_turn") -> Receipt:
+        return self._change(session_id, lambda s: s.complete_run(run_id, reason))
+
+    def fail_run(
+        self, session_id: UUID, run_id: UUID, reason: str, error_code: str = "RUN_FAILED"
+    ) -> Receipt:
+        return self._change(session_id, lambda s: s.fail_run(run_id, reason, error_code))
+
+    def stop_run(self, session_id: UUID, run_id: UUID, reason: str = "stopped by user") -> Receipt:
+        return self._change(session_id, lambda s: s.stop_run(run_id, reason))
+
+    def rename_session(
+        self, session_id: UUID, title: str, *, expected_version: int | None = None
+    ) -> Receipt:
+        return self._change(session_id, lambda s: s.rename(title), expected_version)
+
+    def archive_session(self, session_id: UUID) -> Receipt:
+        return self._change(session_id, lambda s: s.archive())
+
+    # -- queries on the log ---------------------------------------------------
+
+    def get_session(self, session_id: UUID, version: int | None = None) -> AgentSession:
+        try:
+            return self.repository.get(session_id, version=version)
+        except AggregateNotFoundError:
+            raise SessionNotFound(session_id) from None
+
+    def session_events(
+        self, session_id: UUID, *, after: int = 0, limit: int | None = None
+    ) -> Iterator[DomainEventProtocol[UUID]]:
+        """The session's stored events with version greater than `after`, in order."""
+        return iter(self.events.get(session_id, gt=after or None, limit=limit))
+
+    # -- plumbing ---------------------------------------------------------------
+
+    def _change(
+        self,
+        session_id: UUID,
+        command: Callable[[AgentSession], None],
+        expected_version: int | None = None,
+    ) -> Receipt:
+        session = self.get_session(session_id)
+        if expected_version is not None and session.version != expected_version:
+            raise Conflict(
+                f"session {session_id} is at version {session.version}, "
+                f"not {expected_version}"
+            )
+        command(session)
+        return self._save(session)
+
+    def _save(self, session: AgentSession) -> Receipt:
+        try:
+            recordings = self.save(session)
+        except IntegrityError:
+            # Another writer stored this version first (the cache only ever hands
+            # out copies, so nothing needs undoing).
+            raise Conflict(f"session {session.id} was changed by another command") from None
+        return Receipt(session.id, session.version, recordings[-1].notification.id)

@@ -1,0 +1,148 @@
+"""The model's side of a session in our own types: requests, turns, deltas, usage.
+
+The context builder turns events into a `ModelRequest`; an `LLM` adapter turns a
+request into a stream of `TextDelta` / `ThinkingDelta` and one final `ModelTurn`.
+No vendor type crosses this line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Role = Literal["user", "assistant"]
+StopReason = Literal[
+    "end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal"
+]
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens one model call consumed, by kind."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    @property
+    def total(self) -> int:
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_tokens
+            + self.cache_write_tokens
+        )
+
+
+@dataclass(frozen=True)
+class TextBlock:
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True)
+class ThinkingBlock:
+    """Extended thinking; `signature` must be sent back unchanged on later turns."""
+
+    thinking: str
+    signature: str = ""
+    type: Literal["thinking"] = "thinking"
+
+
+@dataclass(frozen=True)
+class ToolUseBlock:
+    id: str
+    name: str
+    input: dict[str, object]
+    type: Literal["tool_use"] = "tool_use"
+
+
+@dataclass(frozen=True)
+class ToolResultBlock:
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+    type: Literal["tool_result"] = "tool_result"
+
+
+ContentBlock = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Role
+    content: tuple[ContentBlock, ...]
+    # A prompt-cache breakpoint after this message (the newest stable one).
+    cache_breakpoint: bool = False
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as the model sees it: name, description and JSON Schema of its input."""
+
+    name: str
+    description: str
+    input_schema: dict[str, object]
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """Everything one model call needs; a pure function of the session's events."""
+
+    system: str
+    tools: tuple[ToolSpec, ...]
+    messages: tuple[Message, ...]
+    model: str | None = None  # None: the adapter's configured model
+    max_tokens: int | None = None  # None: the adapter's configured limit
+    thinking_budget: int = 0  # 0: extended thinking off
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of visible text while the model streams (live only, never stored)."""
+
+    text: str
+    type: Literal["text_delta"] = "text_delta"
+
+
+@dataclass(frozen=True)
+class ThinkingDelta:
+    """A piece of thinking while the model streams (live only, never stored)."""
+
+    thinking: str
+    type: Literal["thinking_delta"] = "thinking_delta"
+
+
+@dataclass(frozen=True)
+class ModelTurn:
+    """The finished assistant turn: what gets recorded as `AssistantTurnRecorded`."""
+
+    content: tuple[TextBlock | ThinkingBlock | ToolUseBlock, ...]
+    stop_reason: StopReason
+    usage: Usage
+    model: str
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def thinking(self) -> str:
+        return "".join(b.thinking for b in self.content if isinstance(b, ThinkingBlock))
+
+    @property
+    def tool_uses(self) -> tuple[ToolUseBlock, ...]:
+        return tuple(b for b in self.content if isinstance(b, ToolUseBlock))
+
+
+StreamItem = TextDelta | ThinkingDelta | ModelTurn

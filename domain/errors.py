@@ -1,0 +1,53 @@
+"""Domain errors: each has a stable code that the HTTP layer maps to a status."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+
+class DomainError(Exception):
+    """Base of every error a user can cause by what they ask for."""
+
+    code = "DOMAIN_ERROR"
+
+
+class NotFound(DomainError):
+    code = "NOT_FOUND"
+
+
+class SessionNotFound(NotFound):
+    def __init__(self, session_id: UUID | str) -> None:
+        super().__init__(f"session {session_id} not found")
+        self.session_id = session_id
+
+
+class Conflict(DomainError):
+    """The session changed since the caller read it (or another writer won the race)."""
+
+    code = "CONFLICT"
+
+
+class RunAlreadyActive(Conflict):
+    code = "RUN_ALREADY_ACTIVE"
+
+
+class InvalidCommand(DomainError):
+    """The command is well formed but not allowed in the session's current state."""
+
+    code = "INVALID_COMMAND"
+
+
+class SessionClosed(InvalidCommand):
+    code = "SESSION_ARCHIVED"
+
+    def __init__(self, session_id: UUID) -> None:
+        super().__init__(f"session {session_id} is archived")
+
+
+class MessageTooLarge(DomainError):
+    code = "MESSAGE_TOO_LARGE"
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"message is {size} bytes; the limit is {limit} bytes")
+        self.size = size
+        self.limit = limit

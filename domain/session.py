@@ -1,0 +1,283 @@
+"""The `AgentSession` aggregate: one agent session, whose events are its context.
+
+Each event carries only what is new (one message, one turn, one tool result); the
+aggregate keeps just enough state to enforce the rules below, never a copy of the
+conversation.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate, event
+
+from domain.conversation import ModelTurn, TextBlock, ThinkingBlock, ToolUseBlock
+from domain.errors import InvalidCommand, MessageTooLarge, RunAlreadyActive, SessionClosed
+
+MAX_MESSAGE_BYTES = 1024 * 1024
+MAX_TITLE_CHARS = 500
+
+SessionStatus = Literal["created", "running", "completed", "error", "stopped"]
+ToolResultStatus = Literal["success", "error", "cancelled", "interrupted"]
+RiskLevel = Literal["safe", "risky"]
+PlanItemStatus = Literal["pending", "in_progress", "done", "skipped"]
+
+TOOL_RESULT_STATUSES: tuple[ToolResultStatus, ...] = (
+    "success",
+    "error",
+    "cancelled",
+    "interrupted",
+)
+PLAN_ITEM_STATUSES: tuple[PlanItemStatus, ...] = ("pending", "in_progress", "done", "skipped")
+
+
+def check_message_size(text: str) -> None:
+    size = len(text.encode("utf-8"))
+    if size > MAX_MESSAGE_BYTES:
+        raise MessageTooLarge(size, MAX_MESSAGE_BYTES)
+
+
+def check_title(title: str) -> str:
+    title = title.strip()
+    if not title or len(title) > MAX_TITLE_CHARS:
+        raise InvalidCommand(f"title must be 1 to {MAX_TITLE_CHARS} characters")
+    return title
+
+
+def turn_blocks(turn: ModelTurn) -> list[dict[str, object]]:
+    """A turn's content blocks as plain data, in order (signatures kept for replay)."""
+    blocks: list[dict[str, object]] = []
+    for block in turn.content:
+        if isinstance(block, TextBlock):
+            blocks.append({"type": "text", "text": block.text})
+        elif isinstance(block, ThinkingBlock):
+            blocks.append(
+                {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+            )
+        else:
+            blocks.append(
+                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+            )
+    return blocks
+
+
+class AgentSession(Aggregate):
+    """One agent session in a workspace."""
+
+    @event("SessionStarted")
+    def __init__(
+        self,
+        workspace_id: UUID,
+        owner_id: UUID,
+        title: str,
+        task_type: str = "general",
+        model: str = "",
+        settings: dict[str, object] | None = None,
+    ) -> None:
+        self.workspace_id = workspace_id
+        self.owner_id = owner_id
+        self.title = title
+        self.task_type = task_type
+        self.model = model
+        self.settings = settings or {}
+        self.status: SessionStatus = "created"
+        self.archived = False
+        self.active_run: UUID | None = None
+        self.open_tool_calls: dict[str, str] = {}
+
+    @classmethod
+    def start(
+        cls,
+        *,
+        workspace_id: UUID,
+        owner_id: UUID,
+        title: str,
+        task_type: str = "general",
+        model: str = "",
+        settings: dict[str, object] | None = None,
+    ) -> AgentSession:
+        return cls(workspace_id, owner_id, check_title(title), task_type, model, settings)
+
+    # -- messages and turns -------------------------------------------------
+
+    def append_user_message(
+        self,
+        text: str,
+        attachments: list[str] | None = None,
+        idempotency_key: str | None = None,
+    ) -> None:
+        self._check_open()
+        check_message_size(text)
+        self._user_message_appended(text, list(attachments or []), idempotency_key)
+
+    @event("UserMessageAppended")
+    def _user_message_appended(
+        self, text: str, attachments: list[str], idempotency_key: str | None
+    ) -> None:
+        pass
+
+    def record_assistant_turn(self, run_id: UUID, turn: ModelTurn, latency_ms: int) -> None:
+        self._check_run(run_id)
+        self._assistant_turn_recorded(
+            run_id=run_id,
+            content=turn_blocks(turn),
+            stop_reason=turn.stop_reason,
+            model=turn.model,
+            input_tokens=turn.usage.input_tokens,
+            output_tokens=turn.usage.output_tokens,
+            cache_read_tokens=turn.usage.cache_read_tokens,
+            cache_write_tokens=turn.usage.cache_write_tokens,
+            latency_ms=latency_ms,
+        )
+
+    @event("AssistantTurnRecorded")
+    def _assistant_turn_recorded(
+        self,
+        run_id: UUID,
+        content: list[dict[str, object]],
+        stop_reason: str,
+        model: str,
+        input_tokens: int,
+        output_tokens: int,
+        cache_read_tokens: int,
+        cache_write_tokens: int,
+        latency_ms: int,
+    ) -> None:
+        pass
+
+    # -- tools ----------------------------------------------------------------
+
+    def request_tool_call(
+        self, tool_use_id: str, tool: str, args: dict[str, object], risk: RiskLevel = "safe"
+    ) -> None:
+        self._check_open()
+        if tool_use_id in self.open_tool_calls:
+            raise InvalidCommand(f"tool call {tool_use_id} was already requested")
+        self._tool_call_requested(tool_use_id, tool, args, risk)
+
+    @event("ToolCallRequested")
+    def _tool_call_requested(
+        self, tool_use_id: str, tool: str, args: dict[str, object], risk: str
+    ) -> None:
+        self.open_tool_calls[tool_use_id] = tool
+
+    def record_tool_result(
+        self,
+        tool_use_id: str,
+        status: ToolResultStatus,
+        summary: str,
+        *,
+        blob_ref: str | None = None,
+        error: str | None = None,
+        duration_ms: int = 0,
+    ) -> None:
+        if tool_use_id not in self.open_tool_calls:
+            raise InvalidCommand(f"no open tool call {tool_use_id}")
+        if status not in TOOL_RESULT_STATUSES:
+            raise InvalidCommand(f"unknown tool result status {status!r}")
+        self._tool_result_recorded(tool_use_id, status, summary, blob_ref, error, duration_ms)
+
+    @event("ToolResultRecorded")
+    def _tool_result_recorded(
+        self,
+        tool_use_id: str,
+        status: str,
+        summary: str,
+        blob_ref: str | None,
+        error: str | None,
+        duration_ms: int,
+    ) -> None:
+        del self.open_tool_calls[tool_use_id]
+
+    def update_plan(self, items: list[dict[str, str]]) -> None:
+        self._check_open()
+        for item in items:
+            if not str(item.get("title", "")).strip():
+                raise InvalidCommand("every plan item needs a title")
+            if item.get("status", "pending") not in PLAN_ITEM_STATUSES:
+                raise InvalidCommand(f"unknown plan item status {item.get('status')!r}")
+        cleaned = [
+            {"title": str(i["title"]).strip(), "status": i.get("status", "pending")}
+            for i in items
+        ]
+        self._plan_updated(cleaned)
+
+    @event("PlanUpdated")
+    def _plan_updated(self, items: list[dict[str, str]]) -> None:
+        pass
+
+    # -- runs -----------------------------------------------------------------
+
+    def request_run(self, run_id: UUID) -> None:
+        self._check_open()
+        if self.active_run is not None:
+            raise RunAlreadyActive(f"run {self.active_run} is still active")
+        self._run_requested(run_id)
+
+    @event("RunRequested")
+    def _run_requested(self, run_id: UUID) -> None:
+        self.active_run = run_id
+
+    def start_run(self, run_id: UUID, worker: str) -> None:
+        self._check_run(run_id)
+        self._run_started(run_id, worker)
+
+    @event("RunStarted")
+    def _run_started(self, run_id: UUID, worker: str) -> None:
+        self.status = "running"
+
+    def complete_run(self, run_id: UUID, reason: str = "end_turn") -> None:
+        self._check_run(run_id)
+        self._run_completed(run_id, reason)
+
+    @event("RunCompleted")
+    def _run_completed(self, run_id: UUID, reason: str) -> None:
+        self.active_run = None
+        self.status = "completed"
+
+    def fail_run(self, run_id: UUID, reason: str, error_code: str = "RUN_FAILED") -> None:
+        self._check_run(run_id)
+        self._run_failed(run_id, reason, error_code)
+
+    @event("RunFailed")
+    def _run_failed(self, run_id: UUID, reason: str, error_code: str) -> None:
+        self.active_run = None
+        self.status = "error"
+
+    def stop_run(self, run_id: UUID, reason: str = "stopped by user") -> None:
+        self._check_run(run_id)
+        self._run_stopped(run_id, reason)
+
+    @event("RunStopped")
+    def _run_stopped(self, run_id: UUID, reason: str) -> None:
+        self.active_run = None
+        self.status = "stopped"
+
+    # -- session --------------------------------------------------------------
+
+    def rename(self, title: str) -> None:
+        self._check_open()
+        self._renamed(check_title(title))
+
+    @event("SessionRenamed")
+    def _renamed(self, title: str) -> None:
+        self.title = title
+
+    def archive(self) -> None:
+        self._check_open()
+        self._archived()
+
+    @event("SessionArchived")
+    def _archived(self) -> None:
+        self.archived = True
+
+    # -- rules ----------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self.archived:
+            raise SessionClosed(self.id)
+
+    def _check_run(self, run_id: UUID) -> None:
+        if self.active_run != run_id:
+            raise InvalidCommand(f"run {run_id} is not the session's active run")

@@ -1,0 +1,25 @@
+"""Bodies of the operational endpoints."""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class RelayHealth(msgspec.Struct):
+    active: bool
+    position: int
+    lag: int
+
+
+class ProjectionHealth(msgspec.Struct):
+    name: str
+    position: int
+    lag: int
+    error: str | None = None
+
+
+class Health(msgspec.Struct):
+    status: str
+    head: int
+    relay: RelayHealth | None = None
+    projections: list[ProjectionHealth] = msgspec.field(default_factory=list)
