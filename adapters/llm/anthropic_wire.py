@@ -1,0 +1,179 @@
+"""Translation between our conversation types and the Anthropic Messages API shapes.
+
+Pure functions, no I/O: `to_wire` turns a `ModelRequest` into the request params,
+`to_model_turn` turns the SDK's accumulated `Message` into a `ModelTurn`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import assert_never
+
+from anthropic.types import (
+    CacheControlEphemeralParam,
+    ContentBlock as WireContentBlock,
+    Message as WireMessage,
+    MessageParam,
+    MetadataParam,
+    StopReason as WireStopReason,
+    TextBlockParam,
+    ThinkingBlockParam,
+    ThinkingConfigEnabledParam,
+    ToolParam,
+    ToolResultBlockParam,
+    ToolUseBlockParam,
+    Usage as WireUsage,
+)
+
+from domain.conversation import (
+    ContentBlock,
+    Message,
+    ModelRequest,
+    ModelTurn,
+    StopReason,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolSpec,
+    ToolUseBlock,
+    Usage,
+)
+
+WireBlock = TextBlockParam | ThinkingBlockParam | ToolUseBlockParam | ToolResultBlockParam
+
+_STOP_REASONS: dict[WireStopReason, StopReason] = {
+    "end_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "pause_turn": "pause_turn",
+    "refusal": "refusal",
+    # Our domain has no such reason; like max_tokens, the turn ran out of room.
+    "model_context_window_exceeded": "max_tokens",
+}
+
+
+def _ephemeral() -> CacheControlEphemeralParam:
+    return {"type": "ephemeral"}
+
+
+@dataclass(frozen=True)
+class WireRequest:
+    """The keyword arguments of one `messages.stream(...)` call."""
+
+    model: str
+    max_tokens: int
+    system: list[TextBlockParam]
+    tools: list[ToolParam]
+    messages: list[MessageParam]
+    thinking: ThinkingConfigEnabledParam | None
+    metadata: MetadataParam | None
+
+
+def to_wire(request: ModelRequest, *, model: str, max_tokens: int) -> WireRequest:
+    """The Messages API params for `request`, with prompt-cache breakpoints placed."""
+    thinking: ThinkingConfigEnabledParam | None = None
+    if request.thinking_budget > 0:
+        thinking = {"type": "enabled", "budget_tokens": request.thinking_budget}
+    # The API accepts only `user_id` in metadata; other keys would be a 400.
+    user_id = request.metadata.get("user_id")
+    return WireRequest(
+        model=request.model or model,
+        max_tokens=request.max_tokens or max_tokens,
+        system=_system(request.system),
+        tools=_tools(request.tools),
+        messages=[_message(m) for m in request.messages],
+        thinking=thinking,
+        metadata={"user_id": user_id} if user_id else None,
+    )
+
+
+def _system(text: str) -> list[TextBlockParam]:
+    # The API rejects empty text blocks, so no system prompt means no block at all.
+    if not text:
+        return []
+    return [{"type": "text", "text": text, "cache_control": _ephemeral()}]
+
+
+def _tools(specs: tuple[ToolSpec, ...]) -> list[ToolParam]:
+    tools: list[ToolParam] = [
+        {"name": s.name, "description": s.description, "input_schema": s.input_schema}
+        for s in specs
+    ]
+    # One breakpoint after the last tool caches the whole (frozen) tool list.
+    if tools:
+        tools[-1]["cache_control"] = _ephemeral()
+    return tools
+
+
+def _message(message: Message) -> MessageParam:
+    # The API rejects empty text blocks; an empty one carries nothing anyway.
+    blocks = [
+        _block(b) for b in message.content if not (isinstance(b, TextBlock) and not b.text)
+    ]
+    if message.cache_breakpoint:
+        _mark_last_cacheable(blocks)
+    if message.role == "user":
+        return {"role": "user", "content": blocks}
+    return {"role": "assistant", "content": blocks}
+
+
+def _mark_last_cacheable(blocks: list[WireBlock]) -> None:
+    # Thinking blocks cannot carry cache_control; the breakpoint goes on the last
+    # block that can, which still covers everything before it.
+    for block in reversed(blocks):
+        if block["type"] != "thinking":
+            block["cache_control"] = _ephemeral()
+            return
+
+
+def _block(block: ContentBlock) -> WireBlock:
+    match block:
+        case TextBlock(text=text):
+            return {"type": "text", "text": text}
+        case ThinkingBlock(thinking=thinking, signature=signature):
+            return {"type": "thinking", "thinking": thinking, "signature": signature}
+        case ToolUseBlock(id=id_, name=name, input=input_):
+            return {"type": "tool_use", "id": id_, "name": name, "input": input_}
+        case ToolResultBlock(tool_use_id=tool_use_id, content=content, is_error=is_error):
+            return {
+                "type": "tool_result",
+                "tool_use_id": tool_use_id,
+                "content": content,
+                "is_error": is_error,
+            }
+        case _:
+            assert_never(block)
+
+
+def to_model_turn(message: WireMessage, stop_reason: WireStopReason) -> ModelTurn:
+    """Our `ModelTurn` for a finished message (blocks our domain has no type for are dropped)."""
+    content = tuple(b for b in (_turn_block(w) for w in message.content) if b is not None)
+    return ModelTurn(
+        content=content,
+        stop_reason=_STOP_REASONS[stop_reason],
+        usage=to_usage(message.usage),
+        model=message.model,
+    )
+
+
+def _turn_block(block: WireContentBlock) -> TextBlock | ThinkingBlock | ToolUseBlock | None:
+    if block.type == "text":
+        return TextBlock(block.text)
+    if block.type == "thinking":
+        return ThinkingBlock(block.thinking, block.signature)
+    if block.type == "tool_use":
+        return ToolUseBlock(block.id, block.name, dict(block.input))
+    # redacted_thinking and server-tool blocks: we send no server tools, and the
+    # domain has no redacted-thinking type yet (see the adapter's docstring).
+    return None
+
+
+def to_usage(usage: WireUsage) -> Usage:
+    """Our `Usage`; counts the API leaves out (None) are 0."""
+    return Usage(
+        input_tokens=usage.input_tokens or 0,
+        output_tokens=usage.output_tokens or 0,
+        cache_read_tokens=usage.cache_read_input_tokens or 0,
+        cache_write_tokens=usage.cache_creation_input_tokens or 0,
+    )
