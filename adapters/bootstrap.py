@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 
 from eventsourcing.postgres import (
@@ -14,6 +14,7 @@ from eventsourcing.postgres import (
     PostgresTrackingRecorder,
 )
 from nats.aio.client import Client as NATS
+from nats.js import JetStreamContext
 
 from adapters.nats.connection import connect_nats
 from adapters.nats.feed import JetStreamFeed
@@ -76,6 +77,8 @@ class Services:
     container: Container
     relay_enabled: bool = True
     projections_enabled: bool = True
+    relay_batch_size: int = 256
+    stream_factory: Callable[[JetStreamContext, str], EventStream] = EventStream
     relay: Relay | None = None
     runners: dict[str, ProjectionRunner] = field(default_factory=dict)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
@@ -85,7 +88,7 @@ class Services:
         c = self.container
         nc = await connect_nats(c.nats_url, name="tokendance")
         self._nats = nc
-        stream = EventStream(nc.jetstream(), c.settings.nats_stream)
+        stream = self.stream_factory(nc.jetstream(), c.settings.nats_stream)
         if self.relay_enabled:
             self.relay = Relay(
                 database_url=c.database_url,
@@ -94,13 +97,16 @@ class Services:
                 bridge=c.bridge,
                 stream=stream,
                 channel=c.recorder.channel_name,
+                batch_size=self.relay_batch_size,
             )
             self._spawn(self.relay.run(), "relay")
         if self.projections_enabled:
             await stream.ensure()
             for name, view in c.views.items():
                 feed = JetStreamFeed(stream, f"projection-{name}")
-                runner = ProjectionRunner(view, mapper=c.sessions.mapper, feed=feed, bridge=c.bridge)
+                runner = ProjectionRunner(
+                    view, mapper=c.sessions.mapper, feed=feed, bridge=c.bridge
+                )
                 self.runners[name] = runner
                 self._spawn(runner.run(), f"projection {name}")
 

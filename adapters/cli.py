@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -81,7 +82,9 @@ def _serve(settings: Settings, _: argparse.Namespace) -> None:
         config = uvicorn.Config(
             app, host=settings.host, port=settings.port, log_level=settings.log_level.lower()
         )
-        # uvicorn handles SIGINT/SIGTERM (graceful drain) and re-raises SIGINT after.
+        # uvicorn drains on SIGINT/SIGTERM and then raises the signal again; make that
+        # a KeyboardInterrupt, so the embedded servers are stopped on the way out.
+        signal.signal(signal.SIGTERM, _interrupt)
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(uvicorn.Server(config).serve())
 
@@ -95,9 +98,13 @@ def _relay(settings: Settings, _: argparse.Namespace) -> None:
         finally:
             await services.stop()
 
-    with _container(settings) as container:
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(run(container))
+    signal.signal(signal.SIGTERM, _interrupt)
+    with _container(settings) as container, contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run(container))
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _rebuild(settings: Settings, args: argparse.Namespace) -> None:

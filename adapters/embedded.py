@@ -48,7 +48,7 @@ def _quietly_import_pgserver() -> None:
 def stop_postgres(pgdata: Path) -> None:
     """Stop the postgres running in `pgdata`, if any (fast shutdown)."""
     _quietly_import_pgserver()
-    from pgserver._commands import pg_ctl
+    from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
     from pgserver.utils import PostmasterInfo
 
     info = PostmasterInfo.read_from_pgdata(pgdata)

@@ -74,7 +74,7 @@ class Settings:
 
     def override(self, **changes: object) -> Settings:
         """A copy with the given fields replaced; `None` values leave a field as it is."""
-        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})  # type: ignore[arg-type]
 
     @property
     def thread_pool_size(self) -> int:

@@ -2,7 +2,9 @@
 
 The owner starts this with a pipe on stdin and never writes to it. When the owner
 exits, even by SIGKILL, the kernel closes the pipe and this reads EOF, then stops
-the servers the owner had started (unless the owner wrote "stopped" first). `python -m adapters.watchdog --pgdata D --nats-pid P`
+the servers the owner had started (unless the owner wrote "stopped" first).
+
+    python -m adapters.watchdog --pgdata D --nats-pid P
 """
 
 from __future__ import annotations

@@ -28,8 +28,8 @@ class SessionService(Application[UUID]):
     """The agent sessions application (the write side)."""
 
     name = "tokendance"
-    snapshotting_intervals = {AgentSession: 200}  # noqa: RUF012 - the library's hook
-    env = {  # noqa: RUF012 - the library's hook
+    snapshotting_intervals = {AgentSession: 200}
+    env = {
         "AGGREGATE_CACHE_MAXSIZE": "1000",
         "COMPRESSOR_TOPIC": "",
     }
@@ -84,7 +84,9 @@ class SessionService(Application[UUID]):
         args: dict[str, object],
         risk: RiskLevel = "safe",
     ) -> Receipt:
-        return self._change(session_id, lambda s: s.request_tool_call(tool_use_id, tool, args, risk))
+        return self._change(
+            session_id, lambda s: s.request_tool_call(tool_use_id, tool, args, risk)
+        )
 
     def record_tool_result(
         self,
@@ -162,8 +164,7 @@ class SessionService(Application[UUID]):
         session = self.get_session(session_id)
         if expected_version is not None and session.version != expected_version:
             raise Conflict(
-                f"session {session_id} is at version {session.version}, "
-                f"not {expected_version}"
+                f"session {session_id} is at version {session.version}, not {expected_version}"
             )
         command(session)
         return self._save(session)

@@ -11,9 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Role = Literal["user", "assistant"]
-StopReason = Literal[
-    "end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal"
-]
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal"]
 
 
 @dataclass(frozen=True)

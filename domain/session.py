@@ -12,7 +12,7 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.conversation import ModelTurn, TextBlock, ThinkingBlock, ToolUseBlock
+from domain.conversation import ModelTurn, TextBlock, ThinkingBlock
 from domain.errors import InvalidCommand, MessageTooLarge, RunAlreadyActive, SessionClosed
 
 MAX_MESSAGE_BYTES = 1024 * 1024
@@ -198,8 +198,7 @@ class AgentSession(Aggregate):
             if item.get("status", "pending") not in PLAN_ITEM_STATUSES:
                 raise InvalidCommand(f"unknown plan item status {item.get('status')!r}")
         cleaned = [
-            {"title": str(i["title"]).strip(), "status": i.get("status", "pending")}
-            for i in items
+            {"title": str(i["title"]).strip(), "status": i.get("status", "pending")} for i in items
         ]
         self._plan_updated(cleaned)
 

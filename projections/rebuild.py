@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from uuid import UUID
 
 from eventsourcing.persistence import ApplicationRecorder, Mapper
 
@@ -26,7 +27,7 @@ class RebuildReport:
 def rebuild(
     view: View,
     recorder: ApplicationRecorder,
-    mapper: Mapper[object],
+    mapper: Mapper[UUID],
     *,
     page_size: int = 1000,
     on_progress: Callable[[int, int], None] | None = None,

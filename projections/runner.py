@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
+from uuid import UUID
 
 import psycopg
-from eventsourcing.persistence import InterfaceError, Mapper, OperationalError
+from eventsourcing.persistence import InterfaceError, Mapper, Notification, OperationalError
 
 from application.bridge import SyncBridge
 from application.ports import EventFeed, FeedError
-from projections.view import ProjectionError, View, decode
+from projections.view import Event, ProjectionError, View, decode
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +28,7 @@ class ProjectionRunner:
     """
 
     def __init__(
-        self, view: View, *, mapper: Mapper[object], feed: EventFeed, bridge: SyncBridge
+        self, view: View, *, mapper: Mapper[UUID], feed: EventFeed, bridge: SyncBridge
     ) -> None:
         self.view = view
         self.mapper = mapper
@@ -49,16 +51,30 @@ class ProjectionRunner:
     async def _consume(self) -> None:
         position = await self.bridge(self.view.position)
         async for batch in self.feed.batches(after=position):
-            items = [
-                (n.id, decode(self.mapper, self.view.name, n.id, n)) for n in batch.notifications
-            ]
-            delay = 0.05
-            while True:
-                try:
-                    self.applied += await self.bridge(self.view.apply_batch, items)
-                    break
-                except TRANSIENT as e:
-                    log.warning("projection %s cannot write (%s); retrying", self.view.name, e)
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, 5.0)
+            items, failure = self._decode(batch.notifications)
+            await self._apply(items)  # what precedes a bad event still counts
+            if failure is not None:
+                raise failure
             await batch.ack()
+
+    def _decode(
+        self, notifications: Sequence[Notification]
+    ) -> tuple[list[tuple[int, Event]], ProjectionError | None]:
+        items: list[tuple[int, Event]] = []
+        for n in notifications:
+            try:
+                items.append((n.id, decode(self.mapper, self.view.name, n.id, n)))
+            except ProjectionError as e:
+                return items, e
+        return items, None
+
+    async def _apply(self, items: list[tuple[int, Event]]) -> None:
+        delay = 0.05
+        while True:
+            try:
+                self.applied += await self.bridge(self.view.apply_batch, items)
+                return
+            except TRANSIENT as e:
+                log.warning("projection %s cannot write (%s); retrying", self.view.name, e)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)

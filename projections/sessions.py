@@ -113,7 +113,7 @@ class SessionsView(View):
         assignments, params = change(event) if change else ("", ())
         prefix = f"{assignments}, " if assignments else ""
         curs.execute(
-            f"UPDATE sessions_view SET {prefix}version = %s, "  # noqa: S608 - fixed SQL
+            f"UPDATE sessions_view SET {prefix}version = %s, "
             "last_activity_at = %s WHERE session_id = %s",
             (*params, event.originator_version, event.timestamp, event.originator_id),
         )
@@ -123,12 +123,12 @@ class SessionsView(View):
     def get(self, session_id: UUID) -> SessionSummary | None:
         with self.datastore.get_connection() as conn:
             row = conn.execute(
-                f"SELECT {COLUMNS} FROM sessions_view WHERE session_id = %s",  # noqa: S608
+                f"SELECT {COLUMNS} FROM sessions_view WHERE session_id = %s",
                 (session_id,),
             ).fetchone()
         return SessionSummary(**row) if row else None
 
-    def list(
+    def list_for_workspace(
         self,
         workspace_id: UUID,
         *,
@@ -147,7 +147,7 @@ class SessionsView(View):
             params.append(status)
         with self.datastore.get_connection() as conn:
             rows = conn.execute(
-                f"SELECT {COLUMNS}, count(*) OVER () AS total FROM sessions_view "  # noqa: S608
+                f"SELECT {COLUMNS}, count(*) OVER () AS total FROM sessions_view "
                 f"WHERE {where} ORDER BY last_activity_at DESC, session_id "
                 "LIMIT %s OFFSET %s",
                 (*params, limit, offset),
@@ -156,7 +156,7 @@ class SessionsView(View):
                 total = int(rows[0]["total"])
             else:
                 count = conn.execute(
-                    f"SELECT count(*) AS n FROM sessions_view WHERE {where}",  # noqa: S608
+                    f"SELECT count(*) AS n FROM sessions_view WHERE {where}",
                     params,
                 ).fetchone()
                 total = int(count["n"]) if count else 0

@@ -33,7 +33,9 @@ async def health_report(container: Container, services: Services) -> Health:
     head = await container.bridge(container.recorder.max_notification_id) or 0
     relay = services.relay
     relay_health = (
-        RelayHealth(active=relay.is_leader, position=relay.position, lag=max(head - relay.position, 0))
+        RelayHealth(
+            active=relay.is_leader, position=relay.position, lag=max(head - relay.position, 0)
+        )
         if relay is not None
         else None
     )

@@ -147,7 +147,9 @@ class AnthropicLLM:
                     raise failure.error(failure.message, retryable=failure.retryable) from err
             delay = self._delay(attempt, failure.retry_after)
             attempt += 1
-            log.warning("%s; retry %d/%d in %.2fs", failure.message, attempt, self._max_retries, delay)
+            log.warning(
+                "%s; retry %d/%d in %.2fs", failure.message, attempt, self._max_retries, delay
+            )
             await self._sleep(delay)
 
     async def _attempt(

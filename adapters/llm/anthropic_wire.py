@@ -11,17 +11,25 @@ from typing import assert_never
 
 from anthropic.types import (
     CacheControlEphemeralParam,
-    ContentBlock as WireContentBlock,
-    Message as WireMessage,
     MessageParam,
     MetadataParam,
-    StopReason as WireStopReason,
     TextBlockParam,
     ThinkingBlockParam,
     ThinkingConfigEnabledParam,
     ToolParam,
     ToolResultBlockParam,
     ToolUseBlockParam,
+)
+from anthropic.types import (
+    ContentBlock as WireContentBlock,
+)
+from anthropic.types import (
+    Message as WireMessage,
+)
+from anthropic.types import (
+    StopReason as WireStopReason,
+)
+from anthropic.types import (
     Usage as WireUsage,
 )
 
@@ -108,9 +116,7 @@ def _tools(specs: tuple[ToolSpec, ...]) -> list[ToolParam]:
 
 def _message(message: Message) -> MessageParam:
     # The API rejects empty text blocks; an empty one carries nothing anyway.
-    blocks = [
-        _block(b) for b in message.content if not (isinstance(b, TextBlock) and not b.text)
-    ]
+    blocks = [_block(b) for b in message.content if not (isinstance(b, TextBlock) and not b.text)]
     if message.cache_breakpoint:
         _mark_last_cacheable(blocks)
     if message.role == "user":

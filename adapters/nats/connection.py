@@ -44,7 +44,7 @@ async def connect_nats(url: str, *, name: str) -> NATS:
                 max_outstanding_pings=2,
                 error_cb=_log_error,
             )
-        except (NatsError, OSError, asyncio.TimeoutError) as e:
+        except (TimeoutError, NatsError, OSError) as e:
             log.warning("NATS at %s not reachable (%s); retrying", url, e or type(e).__name__)
             await backoff.wait()
 

@@ -1,15 +1,13 @@
-"""The event feed of a projection: a durable JetStream pull consumer."""
+"""The event feed of a projection: a durable JetStream push consumer."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator, Sequence
 
 from eventsourcing.persistence import Notification
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
-from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 
 from adapters.nats.connection import Backoff
@@ -31,8 +29,8 @@ class JetStreamBatch:
         return self._notifications
 
     async def ack(self) -> None:
-        for msg in self._msgs:
-            await msg.ack()
+        if self._msgs:
+            await self._msgs[-1].ack()  # the consumer acks all before it too
 
 
 class JetStreamFeed:
@@ -53,18 +51,20 @@ class JetStreamFeed:
         handed out is where a new subscription (after a NATS outage) starts again.
         """
         backoff = Backoff(first=0.05, ceiling=2.0)
-        subscription: JetStreamContext.PullSubscription | None = None
+        subscription: JetStreamContext.PushSubscription | None = None
         last_seq = 0
         while True:
             try:
                 if subscription is None:
                     start = await self.stream.sequence_after(after)
-                    subscription = await self.stream.pull(self.durable, start_seq=start)
+                    subscription = await self.stream.consume(self.durable, start_seq=start)
                     last_seq = start - 1
-                msgs = await subscription.fetch(self.batch_size, timeout=self.wait)
-            except NatsTimeout:
-                continue  # nothing new
-            except (NatsError, asyncio.TimeoutError, OSError) as e:
+                msgs = await self._fetch(subscription)
+            except TimeoutError:
+                # Nothing new (nats-py raises both its own and asyncio's timeout; both
+                # are TimeoutError). The subscription outlives reconnects, so keep it.
+                continue
+            except (NatsError, OSError) as e:
                 log.warning("feed %s waiting for NATS (%s)", self.durable, e or type(e).__name__)
                 subscription = None
                 await backoff.wait()
@@ -78,13 +78,22 @@ class JetStreamFeed:
             else:
                 await JetStreamBatch(in_order, ()).ack()
 
+    async def _fetch(self, subscription: JetStreamContext.PushSubscription) -> list[Msg]:
+        """The next message (waiting for it), and whatever has arrived behind it."""
+        msgs = [await subscription.next_msg(timeout=self.wait)]
+        while subscription.pending_msgs and len(msgs) < self.batch_size:
+            msgs.append(await subscription.next_msg(timeout=self.wait))
+        return msgs
+
     async def _in_order(self, msgs: Sequence[Msg], last_seq: int) -> tuple[list[Msg], int]:
         """The messages up to the first gap in stream sequence; those after come again."""
         kept: list[Msg] = []
         for i, msg in enumerate(msgs):
             seq = msg.metadata.sequence.stream
             if seq > last_seq + 1:
-                log.warning("feed %s: sequence %d after %d; asking again", self.durable, seq, last_seq)
+                log.warning(
+                    "feed %s: sequence %d after %d; asking again", self.durable, seq, last_seq
+                )
                 for later in msgs[i:]:
                     await later.nak(delay=0.05)
                 break

@@ -21,6 +21,7 @@ from nats.js.api import (
     ConsumerConfig,
     DeliverPolicy,
     Header,
+    PubAck,
     StorageType,
     StreamConfig,
 )
@@ -30,6 +31,9 @@ TOPIC = "Td-Topic"
 ORIGINATOR_ID = "Td-Originator-Id"
 ORIGINATOR_VERSION = "Td-Originator-Version"
 NOTIFICATION_ID = "Td-Notification-Id"
+
+
+MAX_IN_FLIGHT = 1024
 
 
 class StreamUnavailable(Exception):
@@ -75,7 +79,7 @@ class EventStream:
             if not info.state.messages:
                 return 0
             return await self._notification_id_at(info.state.last_seq)
-        except (NatsError, asyncio.TimeoutError) as e:
+        except (TimeoutError, NatsError) as e:
             raise StreamUnavailable(str(e) or type(e).__name__) from e
 
     async def sequence_after(self, notification_id: int) -> int:
@@ -103,7 +107,7 @@ class EventStream:
         stream refuses anything that would land out of order or twice; on any refusal
         or timeout this raises and the caller reconciles with the stream's last message.
         """
-        futures: list[asyncio.Future[object]] = []
+        futures: list[asyncio.Future[PubAck]] = []
         previous = after
         try:
             for n in notifications:
@@ -125,30 +129,35 @@ class EventStream:
                 )
                 previous = n.id
             await asyncio.wait_for(asyncio.gather(*futures), self.ack_timeout)
-        except (NatsError, APIError, asyncio.TimeoutError) as e:
+        except (TimeoutError, NatsError, APIError) as e:
             for f in futures:
                 f.cancel()
             raise StreamUnavailable(str(e) or type(e).__name__) from e
         return previous
 
-    async def pull(self, durable: str, *, start_seq: int) -> JetStreamContext.PullSubscription:
-        """A durable pull consumer from `start_seq`, each message acked after use.
+    async def consume(self, durable: str, *, start_seq: int) -> JetStreamContext.PushSubscription:
+        """A durable push consumer from `start_seq`; acking a message acks those before it.
 
-        The consumer is made anew at the position its reader asks for, so messages a
-        previous reader fetched and never acked cannot come back late, after newer ones.
+        Pushed, so a message reaches its reader as soon as it is stored (no pull round
+        trips). Made anew at the position its reader asks for, so a message a previous
+        reader took and never acked cannot come back late, after newer ones. At most
+        `max_ack_pending` are in flight, far below the client's pending limits.
         """
         with contextlib.suppress(NotFoundError):
             await self.js.delete_consumer(self.name, durable)
-        return await self.js.pull_subscribe(
+        return await self.js.subscribe(
             self.all_subjects,
             durable=durable,
             stream=self.name,
+            manual_ack=True,
             config=ConsumerConfig(
-                ack_policy=AckPolicy.EXPLICIT,
+                ack_policy=AckPolicy.ALL,
                 deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
                 opt_start_seq=start_seq,
                 ack_wait=60.0,
-                max_ack_pending=10_000,
+                max_ack_pending=MAX_IN_FLIGHT,
+                flow_control=True,
+                idle_heartbeat=5.0,
             ),
         )
 

@@ -27,5 +27,7 @@ def eventstore_env(database_url: str, *, pool_size: int, max_overflow: int) -> d
         "POSTGRES_LOCK_TIMEOUT": "10",
         # A rebuild holds one transaction open while it reads the log in pages.
         "POSTGRES_IDLE_IN_TRANSACTION_SESSION_TIMEOUT": "60",
-        "POSTGRES_PRE_PING": "y",
+        # No ping on every checkout (a round trip per command): the library retries
+        # an operation whose connection turned out to be dead, and so do our runners.
+        "POSTGRES_PRE_PING": "n",
     }

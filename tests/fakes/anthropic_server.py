@@ -93,7 +93,9 @@ def overloaded() -> ErrorReply:
 
 def rate_limited(retry_after: float | None = None) -> ErrorReply:
     headers = () if retry_after is None else (("retry-after", f"{retry_after:g}"),)
-    return ErrorReply(429, "rate_limit_error", "Number of request tokens has exceeded your rate limit", headers)
+    return ErrorReply(
+        429, "rate_limit_error", "Number of request tokens has exceeded your rate limit", headers
+    )
 
 
 def server_error() -> ErrorReply:
@@ -151,7 +153,9 @@ class _Server(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.fake = fake
 
-    def handle_error(self, request: socket.socket | tuple[bytes, socket.socket], client_address: Any) -> None:
+    def handle_error(
+        self, request: socket.socket | tuple[bytes, socket.socket], client_address: Any
+    ) -> None:
         # A client that hangs up mid-stream (an abandoned turn) is expected here.
         if not isinstance(sys.exc_info()[1], ConnectionError):
             super().handle_error(request, client_address)
@@ -181,7 +185,10 @@ class _Handler(BaseHTTPRequestHandler):
         fake._record(RecordedRequest(path, headers, body if isinstance(body, dict) else {}))
         if path != "/v1/messages":
             return self._send_error(ErrorReply(404, "not_found_error", f"Not found: {path}"))
-        if headers.get("x-api-key") != fake.api_key and headers.get("authorization") != f"Bearer {fake.api_key}":
+        if (
+            headers.get("x-api-key") != fake.api_key
+            and headers.get("authorization") != f"Bearer {fake.api_key}"
+        ):
             return self._send_error(ErrorReply(401, "authentication_error", "invalid x-api-key"))
         if "anthropic-version" not in headers:
             return self._send_error(bad_request("anthropic-version: header is required"))
@@ -228,7 +235,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         if how == "overloaded_event":
-            error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+            error = {
+                "type": "error",
+                "error": {"type": "overloaded_error", "message": "Overloaded"},
+            }
             self._chunk(_sse("error", error))
         self._chunk(b"")
 
@@ -279,7 +289,14 @@ def _events(turn: Turn, model: str) -> list[SSEEvent]:
         events.extend(_block_events(index, block))
     delta = {"stop_reason": turn.stop_reason, "stop_sequence": None}
     events.append(
-        ("message_delta", {"type": "message_delta", "delta": delta, "usage": {"output_tokens": turn.output_tokens}})
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": delta,
+                "usage": {"output_tokens": turn.output_tokens},
+            },
+        )
     )
     events.append(("message_stop", {"type": "message_stop"}))
     return events
@@ -301,7 +318,10 @@ def _block_events(index: int, block: Block) -> list[SSEEvent]:
             parts = ["", *_split(json.dumps(input_), n)]
             deltas = [{"type": "input_json_delta", "partial_json": p} for p in parts]
     return [
-        ("content_block_start", {"type": "content_block_start", "index": index, "content_block": start}),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": start},
+        ),
         *(
             ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
             for d in deltas
@@ -324,7 +344,9 @@ def serve_fake_anthropic(*, api_key: str = "sk-ant-test") -> Iterator[FakeAnthro
     """Run the fake on a free loopback port for the duration of the block."""
     fake = FakeAnthropic(api_key)
     server = _Server(fake)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     fake.base_url = f"http://127.0.0.1:{server.server_address[1]}"
     try:

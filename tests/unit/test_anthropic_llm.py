@@ -85,7 +85,9 @@ def llm(client: anthropic.AsyncAnthropic, sleeps: RecordedSleeps) -> AnthropicLL
     return AnthropicLLM(client, model=MODEL, max_tokens=4096, max_retries=3, sleep=sleeps)
 
 
-def ask(*messages: Message, thinking_budget: int = 0, tools: tuple[ToolSpec, ...] = ()) -> ModelRequest:
+def ask(
+    *messages: Message, thinking_budget: int = 0, tools: tuple[ToolSpec, ...] = ()
+) -> ModelRequest:
     history = messages or (Message("user", (TextBlock("Hi"),)),)
     return ModelRequest(
         system="You are terse.", tools=tools, messages=history, thinking_budget=thinking_budget
@@ -124,7 +126,11 @@ async def test_request_model_and_limit_override_the_configured_ones(
 ) -> None:
     fake.plan(Turn((Text("ok"),), model="claude-other"))
     request = ModelRequest(
-        system="", tools=(), messages=ask().messages, model="claude-other", max_tokens=100,
+        system="",
+        tools=(),
+        messages=ask().messages,
+        model="claude-other",
+        max_tokens=100,
         metadata={"user_id": "u-1", "session_id": "s-1"},
     )
 
@@ -136,7 +142,9 @@ async def test_request_model_and_limit_override_the_configured_ones(
     assert "system" not in body and "tools" not in body and "thinking" not in body
 
 
-async def test_thinking_and_its_signature_round_trip(llm: AnthropicLLM, fake: FakeAnthropic) -> None:
+async def test_thinking_and_its_signature_round_trip(
+    llm: AnthropicLLM, fake: FakeAnthropic
+) -> None:
     fake.plan(
         Turn((Thinking("Six times seven", "sig-abc", pieces=2), Text("42"))),
         Turn((Text("Yes"),)),
@@ -154,7 +162,9 @@ async def test_thinking_and_its_signature_round_trip(llm: AnthropicLLM, fake: Fa
     assert fake.bodies[0]["thinking"] == {"type": "enabled", "budget_tokens": 1024}
 
     follow_up = Message("user", (TextBlock("Sure?"),))
-    await collect(llm, ask(question, Message("assistant", turn.content), follow_up, thinking_budget=1024))
+    await collect(
+        llm, ask(question, Message("assistant", turn.content), follow_up, thinking_budget=1024)
+    )
 
     sent_back = fake.bodies[1]["messages"][1]
     assert sent_back == {
@@ -169,9 +179,16 @@ async def test_thinking_and_its_signature_round_trip(llm: AnthropicLLM, fake: Fa
 async def test_tool_input_is_assembled_from_several_json_chunks(
     llm: AnthropicLLM, fake: FakeAnthropic
 ) -> None:
-    args: dict[str, object] = {"query": "event sourcing", "limit": 5, "filters": {"lang": ["en", "de"]}}
+    args: dict[str, object] = {
+        "query": "event sourcing",
+        "limit": 5,
+        "filters": {"lang": ["en", "de"]},
+    }
     fake.plan(
-        Turn((Text("Searching."), ToolUse("toolu_1", "search", args, pieces=5)), stop_reason="tool_use"),
+        Turn(
+            (Text("Searching."), ToolUse("toolu_1", "search", args, pieces=5)),
+            stop_reason="tool_use",
+        ),
         Turn((Text("Nothing found."),)),
     )
 
@@ -184,24 +201,46 @@ async def test_tool_input_is_assembled_from_several_json_chunks(
     await collect(llm, ask(ask().messages[0], Message("assistant", turn.content), result))
 
     assistant, user = fake.bodies[1]["messages"][1:]
-    assert assistant["content"][1] == {"type": "tool_use", "id": "toolu_1", "name": "search", "input": args}
+    assert assistant["content"][1] == {
+        "type": "tool_use",
+        "id": "toolu_1",
+        "name": "search",
+        "input": args,
+    }
     assert user["content"] == [
-        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "search engine down", "is_error": True}
+        {
+            "type": "tool_result",
+            "tool_use_id": "toolu_1",
+            "content": "search engine down",
+            "is_error": True,
+        }
     ]
 
 
 async def test_usage_counts_cache_reads_and_writes(llm: AnthropicLLM, fake: FakeAnthropic) -> None:
     fake.plan(
-        Turn((Text("a"),), input_tokens=12, output_tokens=34, cache_read_input_tokens=1000,
-             cache_creation_input_tokens=200),
-        Turn((Text("b"),), input_tokens=7, output_tokens=3, cache_read_input_tokens=None,
-             cache_creation_input_tokens=None),
+        Turn(
+            (Text("a"),),
+            input_tokens=12,
+            output_tokens=34,
+            cache_read_input_tokens=1000,
+            cache_creation_input_tokens=200,
+        ),
+        Turn(
+            (Text("b"),),
+            input_tokens=7,
+            output_tokens=3,
+            cache_read_input_tokens=None,
+            cache_creation_input_tokens=None,
+        ),
     )
 
     first = finished(await collect(llm, ask()))
     second = finished(await collect(llm, ask()))
 
-    assert first.usage == Usage(input_tokens=12, output_tokens=34, cache_read_tokens=1000, cache_write_tokens=200)
+    assert first.usage == Usage(
+        input_tokens=12, output_tokens=34, cache_read_tokens=1000, cache_write_tokens=200
+    )
     assert second.usage == Usage(input_tokens=7, output_tokens=3)
 
 
@@ -213,7 +252,11 @@ async def test_cache_breakpoints_sit_on_system_last_tool_and_marked_messages(
     tools = (ToolSpec("search", "Search the web", schema), ToolSpec("read", "Read a page", schema))
     history = (
         Message("user", (TextBlock("old question"),)),
-        Message("assistant", (ThinkingBlock("hm", "sig"), TextBlock("old answer")), cache_breakpoint=True),
+        Message(
+            "assistant",
+            (ThinkingBlock("hm", "sig"), TextBlock("old answer")),
+            cache_breakpoint=True,
+        ),
         Message("user", (TextBlock("context"), TextBlock("new question")), cache_breakpoint=True),
         Message("assistant", (ThinkingBlock("only thinking", "sig2"),), cache_breakpoint=True),
         Message("user", (TextBlock("plan recitation"),)),
@@ -222,10 +265,15 @@ async def test_cache_breakpoints_sit_on_system_last_tool_and_marked_messages(
     await collect(llm, ask(*history, tools=tools))
 
     body = fake.bodies[0]
-    assert body["system"] == [{"type": "text", "text": "You are terse.", "cache_control": EPHEMERAL}]
+    assert body["system"] == [
+        {"type": "text", "text": "You are terse.", "cache_control": EPHEMERAL}
+    ]
     assert "cache_control" not in body["tools"][0]
     assert body["tools"][1] == {
-        "name": "read", "description": "Read a page", "input_schema": schema, "cache_control": EPHEMERAL
+        "name": "read",
+        "description": "Read a page",
+        "input_schema": schema,
+        "cache_control": EPHEMERAL,
     }
     marked = [
         [block.get("cache_control") for block in message["content"]] for message in body["messages"]
@@ -250,7 +298,11 @@ async def test_overloaded_then_success_is_retried(
 
 @pytest.mark.parametrize(("retry_after", "expected_delay"), [(7, 7.0), (0.25, 0.25), (600, 20.0)])
 async def test_rate_limit_waits_what_retry_after_asks_capped_at_max_backoff(
-    llm: AnthropicLLM, fake: FakeAnthropic, sleeps: RecordedSleeps, retry_after: float, expected_delay: float
+    llm: AnthropicLLM,
+    fake: FakeAnthropic,
+    sleeps: RecordedSleeps,
+    retry_after: float,
+    expected_delay: float,
 ) -> None:
     fake.plan(rate_limited(retry_after=retry_after), Turn((Text("ok"),)))
 
@@ -265,7 +317,9 @@ async def test_stream_cut_before_any_delta_is_retried_without_duplicates(
     llm: AnthropicLLM, fake: FakeAnthropic, sleeps: RecordedSleeps, cut: Cut
 ) -> None:
     # Three events: message_start, ping and the first content_block_start.
-    fake.plan(Turn((Text("first try"),), cut_after=3, cut=cut), Turn((Text("second try", pieces=2),)))
+    fake.plan(
+        Turn((Text("first try"),), cut_after=3, cut=cut), Turn((Text("second try", pieces=2),))
+    )
 
     items = await collect(llm, ask())
 
@@ -274,7 +328,9 @@ async def test_stream_cut_before_any_delta_is_retried_without_duplicates(
     assert len(fake.bodies) == 2 and len(sleeps.delays) == 1
 
 
-@pytest.mark.parametrize(("cut", "error"), [("reset", LLMConnectionError), ("overloaded_event", LLMOverloaded)])
+@pytest.mark.parametrize(
+    ("cut", "error"), [("reset", LLMConnectionError), ("overloaded_event", LLMOverloaded)]
+)
 async def test_stream_cut_after_deltas_raises_instead_of_repeating_them(
     llm: AnthropicLLM, fake: FakeAnthropic, cut: Cut, error: type[LLMError]
 ) -> None:
@@ -292,7 +348,9 @@ async def test_stream_cut_after_deltas_raises_instead_of_repeating_them(
     assert len(fake.bodies) == 1 and fake.unused_replies == 1
 
 
-async def test_a_caller_that_stops_early_can_stream_again(llm: AnthropicLLM, fake: FakeAnthropic) -> None:
+async def test_a_caller_that_stops_early_can_stream_again(
+    llm: AnthropicLLM, fake: FakeAnthropic
+) -> None:
     fake.plan(Turn((Text("a long answer", pieces=3),)), Turn((Text("next"),)))
 
     stream = llm.stream(ask())
@@ -305,10 +363,18 @@ async def test_a_caller_that_stops_early_can_stream_again(llm: AnthropicLLM, fak
 
 @pytest.mark.parametrize(
     ("reply", "error"),
-    [(overloaded(), LLMOverloaded), (server_error(), LLMOverloaded), (rate_limited(), LLMRateLimited)],
+    [
+        (overloaded(), LLMOverloaded),
+        (server_error(), LLMOverloaded),
+        (rate_limited(), LLMRateLimited),
+    ],
 )
 async def test_persistent_failure_becomes_a_retryable_port_error(
-    llm: AnthropicLLM, fake: FakeAnthropic, sleeps: RecordedSleeps, reply: ErrorReply, error: type[LLMError]
+    llm: AnthropicLLM,
+    fake: FakeAnthropic,
+    sleeps: RecordedSleeps,
+    reply: ErrorReply,
+    error: type[LLMError],
 ) -> None:
     fake.plan(*[reply] * 4, Turn((Text("too late"),)))
 
@@ -335,7 +401,9 @@ async def test_bad_request_is_not_retried(
     assert len(fake.bodies) == 1 and sleeps.delays == []
 
 
-async def test_request_the_api_refuses_is_a_bad_request(llm: AnthropicLLM, fake: FakeAnthropic) -> None:
+async def test_request_the_api_refuses_is_a_bad_request(
+    llm: AnthropicLLM, fake: FakeAnthropic
+) -> None:
     with pytest.raises(LLMBadRequest, match="budget_tokens"):
         await collect(llm, ask(thinking_budget=100))
 
@@ -354,11 +422,15 @@ async def test_refused_api_key_is_not_configured_and_not_retried(
     assert len(fake.requests) == 1 and sleeps.delays == []
 
 
-async def test_unreachable_server_is_a_connection_error_after_retries(sleeps: RecordedSleeps) -> None:
+async def test_unreachable_server_is_a_connection_error_after_retries(
+    sleeps: RecordedSleeps,
+) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         closed_port = probe.getsockname()[1]
-    sdk = anthropic.AsyncAnthropic(api_key="k", base_url=f"http://127.0.0.1:{closed_port}", max_retries=0)
+    sdk = anthropic.AsyncAnthropic(
+        api_key="k", base_url=f"http://127.0.0.1:{closed_port}", max_retries=0
+    )
     llm = AnthropicLLM(sdk, model=MODEL, max_tokens=1024, max_retries=2, sleep=sleeps)
 
     with pytest.raises(LLMConnectionError) as raised:
@@ -369,7 +441,9 @@ async def test_unreachable_server_is_a_connection_error_after_retries(sleeps: Re
     assert len(sleeps.delays) == 2
 
 
-async def test_sdk_retries_of_a_given_client_are_turned_off(fake: FakeAnthropic, sleeps: RecordedSleeps) -> None:
+async def test_sdk_retries_of_a_given_client_are_turned_off(
+    fake: FakeAnthropic, sleeps: RecordedSleeps
+) -> None:
     sdk = anthropic.AsyncAnthropic(api_key=fake.api_key, base_url=fake.base_url, max_retries=5)
     llm = AnthropicLLM(sdk, model=MODEL, max_tokens=1024, max_retries=1, sleep=sleeps)
     fake.plan(*[overloaded()] * 3)
@@ -404,11 +478,16 @@ async def test_from_env_uses_the_sdk_environment_variables(
 
     assert turn.text == "from env"
     headers = fake.requests[0].headers
-    assert fake.api_key in (headers.get("x-api-key"), headers.get("authorization", "").removeprefix("Bearer "))
+    assert fake.api_key in (
+        headers.get("x-api-key"),
+        headers.get("authorization", "").removeprefix("Bearer "),
+    )
     assert "anthropic-version" in headers
 
 
-def test_from_env_without_a_key_is_not_configured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_from_env_without_a_key_is_not_configured(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     _clear_anthropic_env(monkeypatch, tmp_path)
 
     with pytest.raises(LLMNotConfigured, match="ANTHROPIC_API_KEY"):

@@ -1,0 +1,43 @@
+"""Helpers for integration tests: read a stream back, wait for a condition."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+import nats
+from nats.js.errors import NotFoundError
+
+from adapters.nats.stream import NOTIFICATION_ID
+
+
+async def stream_notification_ids(nats_url: str, stream: str) -> list[int]:
+    """Every message's notification id, in stream order ([] if there is no stream)."""
+    nc = await nats.connect(nats_url)
+    try:
+        js = nc.jetstream()
+        try:
+            info = await js.stream_info(stream)
+        except NotFoundError:
+            return []
+        if not info.state.messages:
+            return []
+        ids = []
+        for seq in range(info.state.first_seq, info.state.last_seq + 1):
+            msg = await js.get_msg(stream, seq)
+            ids.append(int((msg.headers or {})[NOTIFICATION_ID]))
+        return ids
+    finally:
+        await nc.close()
+
+
+async def eventually(
+    check: Callable[[], Awaitable[bool]], *, timeout: float = 30.0, what: str = "condition"
+) -> None:
+    """Wait until `check()` is true; fail the test with `what` if it never is."""
+    deadline = time.monotonic() + timeout
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)

@@ -1,0 +1,155 @@
+"""Projections: exactly once, rebuildable, and loud about events they cannot read."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from uuid import UUID, uuid4
+
+import pytest
+from eventsourcing.persistence import Notification, StoredEvent
+
+from adapters.bootstrap import Container, Services
+from domain.conversation import ModelTurn, TextBlock, Usage
+from projections.rebuild import rebuild
+from projections.runner import ProjectionRunner
+from projections.view import ProjectionError
+from tests.integration.support import eventually
+
+pytestmark = pytest.mark.integration
+
+
+def busy_session(container: Container, messages: int = 3) -> UUID:
+    """A session with messages, a run with a turn, tool calls and a failure."""
+    app = container.sessions
+    sid = app.start_session(workspace_id=uuid4(), owner_id=uuid4(), title="busy").session_id
+    for i in range(messages):
+        app.append_user_message(sid, f"m{i}")
+    run = uuid4()
+    app.request_run(sid, run)
+    app.start_run(sid, run, "w")
+    turn = ModelTurn((TextBlock("ok"),), "end_turn", Usage(10, 5, 3, 2), "m")
+    app.record_assistant_turn(sid, run, turn, 7)
+    app.request_tool_call(sid, "t1", "web_search", {"q": "x"})
+    app.record_tool_result(sid, "t1", "error", "boom", error="boom")
+    app.request_tool_call(sid, "t2", "web_search", {"q": "y"})
+    app.record_tool_result(sid, "t2", "success", "fine")
+    app.complete_run(sid, run)
+    app.rename_session(sid, "renamed")
+    return sid
+
+
+class ListFeed:
+    """A feed that hands out fixed batches, each as often as it is listed."""
+
+    def __init__(self, batches: list[Sequence[Notification]]) -> None:
+        self._batches = batches
+        self.acked = 0
+
+    async def batches(self, after: int) -> AsyncIterator[ListFeed.Batch]:
+        for notifications in self._batches:
+            yield ListFeed.Batch(self, notifications)
+
+    class Batch:
+        def __init__(self, feed: ListFeed, notifications: Sequence[Notification]) -> None:
+            self.feed = feed
+            self.notifications = notifications
+
+        async def ack(self) -> None:
+            self.feed.acked += 1
+
+
+async def test_a_redelivered_batch_changes_the_read_model_once(container: Container) -> None:
+    sid = busy_session(container)
+    log = container.recorder.select_notifications(1, 100)
+    feed = ListFeed([log[:4], log[:4], log[2:], log])  # repeats and overlaps
+    view = container.views["sessions"]
+    runner = ProjectionRunner(
+        view, mapper=container.sessions.mapper, feed=feed, bridge=container.bridge
+    )
+    await runner.run()
+
+    row = view.get(sid)
+    assert row is not None
+    assert (row.message_count, row.tool_call_count, row.failure_count) == (4, 2, 1)
+    assert (row.input_tokens, row.output_tokens, row.cache_read_tokens, row.cache_write_tokens) == (
+        10,
+        5,
+        3,
+        2,
+    )
+    assert (row.status, row.title, row.version) == ("completed", "renamed", len(log))
+    assert runner.applied == len(log)
+    assert feed.acked == 4, "every batch is acked once it is committed"
+
+
+async def test_the_live_read_model_equals_a_rebuilt_one_row_for_row(
+    container: Container, services: Services
+) -> None:
+    sids = [busy_session(container, messages=i) for i in range(1, 6)]
+    container.sessions.archive_session(sids[0])
+    view = container.views["sessions"]
+    head = container.recorder.max_notification_id() or 0
+    assert await container.bridge(view.wait_for, head, 30.0)
+    live = view.all_rows()
+    assert len(live) == 5
+
+    report = rebuild(view, container.recorder, container.sessions.mapper)
+    assert report.events == head and report.position == head
+    assert view.all_rows() == live
+    assert view.position() == head
+
+
+async def test_queries_can_wait_for_their_own_writes(
+    container: Container, services: Services
+) -> None:
+    view = container.views["sessions"]
+    receipt = container.sessions.start_session(workspace_id=uuid4(), owner_id=uuid4(), title="ryw")
+    assert await container.bridge(view.wait_for, receipt.notification_id, 30.0)
+    assert view.get(receipt.session_id) is not None
+    assert not await container.bridge(view.wait_for, receipt.notification_id + 1000, 0.2)
+
+
+def corrupt_event(container: Container) -> int:
+    container.recorder.insert_events(
+        [
+            StoredEvent(
+                originator_id=uuid4(), originator_version=1, topic="nowhere:Missing", state=b"{}"
+            )
+        ]
+    )
+    return container.recorder.max_notification_id() or 0
+
+
+async def test_an_unknown_topic_stops_the_projection_naming_its_notification_id(
+    container: Container, services: Services
+) -> None:
+    busy_session(container)
+    bad = corrupt_event(container)
+    runner = services.runners["sessions"]
+    await eventually(lambda: _is(runner.error is not None), what="the projection to stop")
+    assert isinstance(runner.error, ProjectionError)
+    assert f"notification id {bad}" in str(runner.error)
+    assert runner.view.position() == bad - 1, "nothing after the bad event is applied"
+
+    with pytest.raises(ProjectionError, match=f"notification id {bad}"):
+        rebuild(runner.view, container.recorder, container.sessions.mapper)
+
+
+async def test_a_corrupt_payload_stops_a_rebuild_naming_its_notification_id(
+    container: Container,
+) -> None:
+    sid = busy_session(container)
+    container.recorder.insert_events(
+        [StoredEvent(sid, 100, "domain.session:AgentSession.SessionRenamed", b"not json")]
+    )
+    bad = container.recorder.max_notification_id()
+    view = container.views["sessions"]
+    with pytest.raises(ProjectionError, match=f"notification id {bad}"):
+        rebuild(view, container.recorder, container.sessions.mapper)
+    assert view.position() == 0, "a failed rebuild leaves the view as it was"
+
+
+async def _is(value: bool) -> bool:
+    await asyncio.sleep(0)
+    return value
