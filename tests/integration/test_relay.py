@@ -192,3 +192,21 @@ async def test_commands_go_on_while_nats_is_down_and_everything_catches_up(
     finally:
         await services.stop()
         own_nats.stop()
+
+
+async def test_only_one_relay_is_active_at_a_time(container: Container, services: Services) -> None:
+    standby = Services(container, projections_enabled=False)
+    await standby.start()
+    try:
+        assert services.relay is not None and standby.relay is not None
+        await eventually(lambda: _is(services.relay.is_leader), what="the first relay to lead")  # type: ignore[union-attr]
+        await asyncio.sleep(0.3)
+        assert not standby.relay.is_leader
+        await services.stop()  # the leader goes away: the standby takes over
+        await eventually(lambda: _is(standby.relay.is_leader), what="the standby to take over")  # type: ignore[union-attr]
+    finally:
+        await standby.stop()
+
+
+async def _is(value: bool) -> bool:
+    return value
