@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
+from uuid import UUID
 
 from eventsourcing.persistence import Notification
 
-from domain.conversation import ModelRequest, StreamItem
+from domain.conversation import ModelRequest, StreamItem, TextDelta, ThinkingDelta
 
 
 class LLMError(Exception):
@@ -131,3 +132,9 @@ class EventFeed(Protocol):
     def batches(self, after: int) -> AsyncIterator[FeedBatch]:
         """Batches of events after notification id `after`, each applied before the next."""
         ...
+
+
+class DeltaSink(Protocol):
+    """Where live deltas of a streaming turn go (to SSE clients); never stored."""
+
+    async def publish(self, session_id: UUID, delta: TextDelta | ThinkingDelta) -> None: ...

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.domain import DomainEventProtocol
+from eventsourcing.domain import AggregateEvent, DomainEventProtocol
 from eventsourcing.persistence import IntegrityError
 
 from domain.conversation import ModelTurn
@@ -17,11 +17,12 @@ from domain.session import AgentSession, RiskLevel, ToolResultStatus
 
 @dataclass(frozen=True)
 class Receipt:
-    """What a command wrote: the session's new version and the last notification id."""
+    """What a command wrote: the events, the new version and the last notification id."""
 
     session_id: UUID
     version: int
     notification_id: int
+    events: tuple[AggregateEvent, ...] = ()
 
 
 class SessionService(Application[UUID]):
@@ -70,6 +71,26 @@ class SessionService(Application[UUID]):
             lambda s: s.append_user_message(text, attachments, idempotency_key),
             expected_version,
         )
+
+    def submit_message(
+        self,
+        session_id: UUID,
+        text: str,
+        run_id: UUID,
+        *,
+        attachments: list[str] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Receipt:
+        """Append a user message and request a run for it, together or not at all."""
+
+        def submit(s: AgentSession) -> None:
+            s.append_user_message(text, attachments, idempotency_key)
+            s.request_run(run_id)
+
+        return self._change(session_id, submit)
+
+    def stop_active_run(self, session_id: UUID, reason: str) -> Receipt:
+        return self._change(session_id, lambda s: s.stop(reason))
 
     def record_assistant_turn(
         self, session_id: UUID, run_id: UUID, turn: ModelTurn, latency_ms: int
@@ -131,6 +152,70 @@ class SessionService(Application[UUID]):
     def stop_run(self, session_id: UUID, run_id: UUID, reason: str = "stopped by user") -> Receipt:
         return self._change(session_id, lambda s: s.stop_run(run_id, reason))
 
+    def request_confirmation(
+        self,
+        session_id: UUID,
+        action_id: str,
+        tool_use_id: str,
+        tool: str,
+        args: dict[str, object],
+        description: str,
+    ) -> Receipt:
+        return self._change(
+            session_id,
+            lambda s: s.request_confirmation(action_id, tool_use_id, tool, args, description),
+        )
+
+    def give_confirmation(
+        self,
+        session_id: UUID,
+        action_id: str,
+        approved: bool,
+        feedback: str | None = None,
+        by: str = "",
+    ) -> Receipt:
+        return self._change(
+            session_id, lambda s: s.give_confirmation(action_id, approved, feedback, by)
+        )
+
+    def record_finding(
+        self, session_id: UUID, text: str, citations: list[dict[str, str]]
+    ) -> Receipt:
+        return self._change(session_id, lambda s: s.record_finding(text, citations))
+
+    def note_progress(self, session_id: UUID, text: str) -> Receipt:
+        return self._change(session_id, lambda s: s.note_progress(text))
+
+    def record_strike(self, session_id: UUID, tool: str, signature: str, count: int) -> Receipt:
+        return self._change(session_id, lambda s: s.record_strike(tool, signature, count))
+
+    def request_reboot(
+        self, session_id: UUID, questions: list[str], iterations_without_progress: int
+    ) -> Receipt:
+        return self._change(
+            session_id, lambda s: s.request_reboot(questions, iterations_without_progress)
+        )
+
+    def record_compaction(
+        self,
+        session_id: UUID,
+        summary: str,
+        through_version: int,
+        tokens_before: int,
+        tokens_after: int,
+    ) -> Receipt:
+        return self._change(
+            session_id,
+            lambda s: s.record_compaction(summary, through_version, tokens_before, tokens_after),
+        )
+
+    def fork_session(self, session_id: UUID, at_version: int) -> Receipt:
+        """A new session holding this one's log up to `at_version`, referring to it."""
+        parent = self.get_session(session_id)
+        history = [e for e in self.session_events(session_id) if e.originator_version <= at_version]
+        child = AgentSession.fork(parent, history, at_version)  # type: ignore[arg-type]
+        return self._save(child)
+
     def rename_session(
         self, session_id: UUID, title: str, *, expected_version: int | None = None
     ) -> Receipt:
@@ -176,4 +261,5 @@ class SessionService(Application[UUID]):
             # Another writer stored this version first (the cache only ever hands
             # out copies, so nothing needs undoing).
             raise Conflict(f"session {session.id} was changed by another command") from None
-        return Receipt(session.id, session.version, recordings[-1].notification.id)
+        events = tuple(r.domain_event for r in recordings)
+        return Receipt(session.id, session.version, recordings[-1].notification.id, events)  # type: ignore[arg-type]

@@ -7,8 +7,10 @@ No vendor type crosses this line.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, assert_never
 
 Role = Literal["user", "assistant"]
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal"]
@@ -144,3 +146,39 @@ class ModelTurn:
 
 
 StreamItem = TextDelta | ThinkingDelta | ModelTurn
+
+
+# Role framing and block separators the counter cannot see, per message.
+PER_MESSAGE_OVERHEAD = 4
+
+
+def _block_text(block: ContentBlock) -> str:
+    match block:
+        case TextBlock(text=text):
+            return text
+        case ThinkingBlock(thinking=thinking):
+            return thinking
+        case ToolUseBlock(name=name, input=args):
+            return f"{name} {json.dumps(args, sort_keys=True, ensure_ascii=False)}"
+        case ToolResultBlock(content=content):
+            return content
+        case _:
+            assert_never(block)
+
+
+def request_text(request: ModelRequest) -> str:
+    """The request flattened to one string, in a fixed order, for counting."""
+    tools = [
+        {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+        for t in request.tools
+    ]
+    parts = [request.system, json.dumps(tools, sort_keys=True, ensure_ascii=False)]
+    for message in request.messages:
+        parts.append(message.role)
+        parts.extend(_block_text(block) for block in message.content)
+    return "\n".join(parts)
+
+
+def estimate_tokens(request: ModelRequest, count: Callable[[str], int]) -> int:
+    """Estimated input tokens of a whole request: system, tool definitions, messages."""
+    return count(request_text(request)) + PER_MESSAGE_OVERHEAD * len(request.messages)

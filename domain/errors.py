@@ -51,3 +51,17 @@ class MessageTooLarge(DomainError):
         super().__init__(f"message is {size} bytes; the limit is {limit} bytes")
         self.size = size
         self.limit = limit
+
+
+class ConfirmationNotFound(NotFound):
+    code = "CONFIRMATION_NOT_FOUND"
+
+    def __init__(self, action_id: str) -> None:
+        super().__init__(f"no pending confirmation {action_id}")
+
+
+class ConfirmationAnswered(InvalidCommand):
+    code = "CONFIRMATION_ALREADY_ANSWERED"
+
+    def __init__(self, action_id: str) -> None:
+        super().__init__(f"confirmation {action_id} was already answered")

@@ -10,15 +10,22 @@ from __future__ import annotations
 from typing import Literal
 from uuid import UUID
 
-from eventsourcing.domain import Aggregate, event
+from eventsourcing.domain import Aggregate, AggregateEvent, event
 
 from domain.conversation import ModelTurn, TextBlock, ThinkingBlock
-from domain.errors import InvalidCommand, MessageTooLarge, RunAlreadyActive, SessionClosed
+from domain.errors import (
+    ConfirmationAnswered,
+    ConfirmationNotFound,
+    InvalidCommand,
+    MessageTooLarge,
+    RunAlreadyActive,
+    SessionClosed,
+)
 
 MAX_MESSAGE_BYTES = 1024 * 1024
 MAX_TITLE_CHARS = 500
 
-SessionStatus = Literal["created", "running", "completed", "error", "stopped"]
+SessionStatus = Literal["created", "running", "waiting", "completed", "error", "stopped"]
 ToolResultStatus = Literal["success", "error", "cancelled", "interrupted"]
 RiskLevel = Literal["safe", "risky"]
 PlanItemStatus = Literal["pending", "in_progress", "done", "skipped"]
@@ -62,6 +69,11 @@ def turn_blocks(turn: ModelTurn) -> list[dict[str, object]]:
     return blocks
 
 
+def _payload(old: AggregateEvent) -> dict[str, object]:
+    skip = {"originator_id", "originator_version", "timestamp"}
+    return {k: v for k, v in old.__dict__.items() if k not in skip}
+
+
 class AgentSession(Aggregate):
     """One agent session in a workspace."""
 
@@ -74,6 +86,8 @@ class AgentSession(Aggregate):
         task_type: str = "general",
         model: str = "",
         settings: dict[str, object] | None = None,
+        parent_id: UUID | None = None,
+        parent_version: int | None = None,
     ) -> None:
         self.workspace_id = workspace_id
         self.owner_id = owner_id
@@ -83,8 +97,13 @@ class AgentSession(Aggregate):
         self.settings = settings or {}
         self.status: SessionStatus = "created"
         self.archived = False
+        self.parent_id = parent_id
+        self.parent_version = parent_version
         self.active_run: UUID | None = None
         self.open_tool_calls: dict[str, str] = {}
+        # action id -> tool use id, for confirmations asked and not yet answered
+        self.pending_confirmations: dict[str, str] = {}
+        self.answered_confirmations: set[str] = set()
 
     @classmethod
     def start(
@@ -98,6 +117,34 @@ class AgentSession(Aggregate):
         settings: dict[str, object] | None = None,
     ) -> AgentSession:
         return cls(workspace_id, owner_id, check_title(title), task_type, model, settings)
+
+    @classmethod
+    def fork(
+        cls, parent: AgentSession, history: list[AggregateEvent], at_version: int
+    ) -> AgentSession:
+        """A new session holding `parent`'s log up to `at_version`, at the same versions.
+
+        A run still open at that point is stopped and its unanswered tool calls get an
+        `interrupted` result, so the fork starts idle and can run again at once.
+        """
+        if not 1 <= at_version <= parent.version:
+            raise InvalidCommand(f"cannot fork at version {at_version} (1..{parent.version})")
+        child = cls(
+            parent.workspace_id,
+            parent.owner_id,
+            parent.title,
+            parent.task_type,
+            parent.model,
+            dict(parent.settings),
+            parent_id=parent.id,
+            parent_version=at_version,
+        )
+        for old in history:
+            if 1 < old.originator_version <= at_version:
+                child.trigger_event(type(old), **_payload(old))
+        if child.active_run is not None:
+            child.stop(f"forked at version {at_version}")
+        return child
 
     # -- messages and turns -------------------------------------------------
 
@@ -189,6 +236,97 @@ class AgentSession(Aggregate):
         duration_ms: int,
     ) -> None:
         del self.open_tool_calls[tool_use_id]
+        for action_id, waiting_on in list(self.pending_confirmations.items()):
+            if waiting_on == tool_use_id:
+                del self.pending_confirmations[action_id]
+
+    # -- human approval -----------------------------------------------------------
+
+    def request_confirmation(
+        self, action_id: str, tool_use_id: str, tool: str, args: dict[str, object], description: str
+    ) -> None:
+        if tool_use_id not in self.open_tool_calls:
+            raise InvalidCommand(f"no open tool call {tool_use_id}")
+        if action_id in self.pending_confirmations or action_id in self.answered_confirmations:
+            raise InvalidCommand(f"confirmation {action_id} was already requested")
+        self._confirmation_requested(action_id, tool_use_id, tool, args, description)
+
+    @event("ConfirmationRequested")
+    def _confirmation_requested(
+        self, action_id: str, tool_use_id: str, tool: str, args: dict[str, object], description: str
+    ) -> None:
+        self.pending_confirmations[action_id] = tool_use_id
+        self.status = "waiting"
+
+    def give_confirmation(
+        self, action_id: str, approved: bool, feedback: str | None = None, by: str = ""
+    ) -> None:
+        if action_id in self.answered_confirmations:
+            raise ConfirmationAnswered(action_id)
+        if action_id not in self.pending_confirmations:
+            raise ConfirmationNotFound(action_id)
+        self._confirmation_given(action_id, approved, feedback, by)
+
+    @event("ConfirmationGiven")
+    def _confirmation_given(
+        self, action_id: str, approved: bool, feedback: str | None, by: str
+    ) -> None:
+        del self.pending_confirmations[action_id]
+        self.answered_confirmations.add(action_id)
+        if self.active_run is not None and not self.pending_confirmations:
+            self.status = "running"
+
+    # -- working memory and the agent's own guard rails ------------------------
+
+    def record_finding(self, text: str, citations: list[dict[str, str]]) -> None:
+        self._check_open()
+        if not text.strip():
+            raise InvalidCommand("a finding needs text")
+        for citation in citations:
+            if not str(citation.get("url", "")).strip():
+                raise InvalidCommand("every citation needs a url")
+        self._finding_recorded(text.strip(), [dict(c) for c in citations])
+
+    @event("FindingRecorded")
+    def _finding_recorded(self, text: str, citations: list[dict[str, str]]) -> None:
+        pass
+
+    def note_progress(self, text: str) -> None:
+        self._check_open()
+        if not text.strip():
+            raise InvalidCommand("a progress note needs text")
+        self._progress_noted(text.strip())
+
+    @event("ProgressNoted")
+    def _progress_noted(self, text: str) -> None:
+        pass
+
+    def record_strike(self, tool: str, error_signature: str, count: int) -> None:
+        self._strike_recorded(tool, error_signature, count)
+
+    @event("StrikeRecorded")
+    def _strike_recorded(self, tool: str, error_signature: str, count: int) -> None:
+        pass
+
+    def request_reboot(self, questions: list[str], iterations_without_progress: int) -> None:
+        self._reboot_requested(list(questions), iterations_without_progress)
+
+    @event("RebootRequested")
+    def _reboot_requested(self, questions: list[str], iterations_without_progress: int) -> None:
+        pass
+
+    def record_compaction(
+        self, summary: str, through_version: int, tokens_before: int, tokens_after: int
+    ) -> None:
+        if not 1 <= through_version <= self.version:
+            raise InvalidCommand(f"cannot compact through version {through_version}")
+        self._context_compacted(summary, through_version, tokens_before, tokens_after)
+
+    @event("ContextCompacted")
+    def _context_compacted(
+        self, summary: str, through_version: int, tokens_before: int, tokens_after: int
+    ) -> None:
+        pass
 
     def update_plan(self, items: list[dict[str, str]]) -> None:
         self._check_open()
@@ -252,6 +390,16 @@ class AgentSession(Aggregate):
     def _run_stopped(self, run_id: UUID, reason: str) -> None:
         self.active_run = None
         self.status = "stopped"
+
+    def stop(self, reason: str) -> None:
+        """Stop the active run; its tool calls without a result are marked interrupted."""
+        if self.active_run is None:
+            raise InvalidCommand("no run is active")
+        for tool_use_id in list(self.open_tool_calls):
+            self.record_tool_result(
+                tool_use_id, "interrupted", f"the run was stopped: {reason}", error="stopped"
+            )
+        self.stop_run(self.active_run, reason)
 
     # -- session --------------------------------------------------------------
 

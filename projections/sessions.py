@@ -36,6 +36,7 @@ class SessionSummary:
     output_tokens: int
     cache_read_tokens: int
     cache_write_tokens: int
+    active_run: UUID | None
     created_at: datetime
     last_activity_at: datetime
 
@@ -65,6 +66,7 @@ class SessionsView(View):
             output_tokens bigint NOT NULL DEFAULT 0,
             cache_read_tokens bigint NOT NULL DEFAULT 0,
             cache_write_tokens bigint NOT NULL DEFAULT 0,
+            active_run uuid,
             created_at timestamptz NOT NULL,
             last_activity_at timestamptz NOT NULL
         )""",
@@ -87,10 +89,16 @@ class SessionsView(View):
             "failure_count = failure_count + %s",
             (1 if e.status in FAILED_TOOL_STATUSES else 0,),  # type: ignore[attr-defined]
         ),
+        "RunRequested": lambda e: ("active_run = %s", (e.run_id,)),  # type: ignore[attr-defined]
         "RunStarted": lambda e: ("status = 'running'", ()),
-        "RunCompleted": lambda e: ("status = 'completed'", ()),
-        "RunFailed": lambda e: ("status = 'error'", ()),
-        "RunStopped": lambda e: ("status = 'stopped'", ()),
+        "ConfirmationRequested": lambda e: ("status = 'waiting'", ()),
+        "ConfirmationGiven": lambda e: (
+            "status = CASE WHEN status = 'waiting' THEN 'running' ELSE status END",
+            (),
+        ),
+        "RunCompleted": lambda e: ("status = 'completed', active_run = NULL", ()),
+        "RunFailed": lambda e: ("status = 'error', active_run = NULL", ()),
+        "RunStopped": lambda e: ("status = 'stopped', active_run = NULL", ()),
         "SessionRenamed": lambda e: ("title = %s", (e.title,)),  # type: ignore[attr-defined]
         "SessionArchived": lambda e: ("archived = true", ()),
     }
@@ -161,6 +169,14 @@ class SessionsView(View):
                 ).fetchone()
                 total = int(count["n"]) if count else 0
         return [SessionSummary(**{k: v for k, v in r.items() if k != "total"}) for r in rows], total
+
+    def active_runs(self) -> list[tuple[UUID, UUID]]:
+        """(session, run) for every run that has not ended."""
+        with self.datastore.get_connection() as conn:
+            rows = conn.execute(
+                "SELECT session_id, active_run FROM sessions_view WHERE active_run IS NOT NULL"
+            ).fetchall()
+        return [(r["session_id"], r["active_run"]) for r in rows]
 
     def all_rows(self) -> list[dict[str, object]]:
         """Every row, ordered (for comparing a rebuilt view with the live one)."""

@@ -11,22 +11,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import math
 import threading
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, assert_never
+from typing import TYPE_CHECKING
 
 from application.ports import TokenCounter
-from domain.conversation import (
-    ContentBlock,
-    ModelRequest,
-    TextBlock,
-    ThinkingBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-)
+from domain.conversation import ModelRequest, estimate_tokens, request_text
 
 if TYPE_CHECKING:
     import tiktoken
@@ -46,8 +38,6 @@ _CL100K_SPECIAL_TOKENS = {
     "<|fim_suffix|>": 100260,
     "<|endofprompt|>": 100276,
 }
-# Role markers and block framing the vendor adds around each message.
-_PER_MESSAGE_OVERHEAD = 4
 
 
 def bundled_cl100k_path() -> Path | None:
@@ -129,33 +119,9 @@ class CharRatioTokenCounter:
         return math.ceil(len(text) / self._chars_per_token)
 
 
-def _block_text(block: ContentBlock) -> str:
-    match block:
-        case TextBlock(text=text):
-            return text
-        case ThinkingBlock(thinking=thinking):
-            return thinking
-        case ToolUseBlock(name=name, input=args):
-            return f"{name} {json.dumps(args, sort_keys=True, ensure_ascii=False)}"
-        case ToolResultBlock(content=content):
-            return content
-        case _:
-            assert_never(block)
-
-
-def request_text(request: ModelRequest) -> str:
-    """The request flattened to one string, in a fixed order, for counting."""
-    tools = [
-        {"name": t.name, "description": t.description, "input_schema": t.input_schema}
-        for t in request.tools
-    ]
-    parts = [request.system, json.dumps(tools, sort_keys=True, ensure_ascii=False)]
-    for message in request.messages:
-        parts.append(message.role)
-        parts.extend(_block_text(block) for block in message.content)
-    return "\n".join(parts)
+__all__ = ["CharRatioTokenCounter", "TiktokenCounter", "count_request", "request_text"]
 
 
 def count_request(request: ModelRequest, counter: TokenCounter) -> int:
     """Estimated input tokens of a whole request: system, tool definitions, messages."""
-    return counter.count(request_text(request)) + _PER_MESSAGE_OVERHEAD * len(request.messages)
+    return estimate_tokens(request, counter.count)

@@ -1,0 +1,187 @@
+"""The agent loop: build the request from the log, stream a turn, run its tools, repeat.
+
+The request at every step is a pure function of the session's events; the model's
+live deltas go out through the `DeltaSink` and are not stored, the finished turn is.
+The loop ends when the model ends its turn, at the iteration limit or the token
+budget, on a model error (`RunFailed`), or suspends on a pending human approval.
+A stop is a cancellation of the task running this loop (see `application/runs.py`).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass
+from typing import Literal
+from uuid import UUID
+
+from application.bridge import SyncBridge
+from application.ports import LLM, BlobStore, DeltaSink, LLMError, TokenCounter
+from application.run_state import RunState
+from application.sessions import SessionService
+from application.tool_calls import ToolCalls
+from application.tools.registry import ToolRegistry
+from domain.context import ContextFrame, build_request, fold_messages
+from domain.conversation import Message, ModelRequest, ModelTurn, TextBlock, estimate_tokens
+from domain.policies import REBOOT_QUESTIONS, iterations_without_progress, needs_compaction
+
+RunEnd = Literal["completed", "failed", "suspended", "not_active"]
+WORKER = f"{socket.gethostname()}:{os.getpid()}"
+
+SYSTEM_PROMPT = """You are TokenDance, an autonomous agent that works for the user step by step.
+
+Rules:
+- Plan first: keep a short plan with update_plan, and mark each step done when it is.
+- Record what you learn with record_finding, with its sources (url and title).
+- Note what you did, and what failed, with note_progress.
+- A tool error stays in the conversation: read it, and do not repeat the same failing call.
+- When the task is done, answer the user directly, citing your sources."""
+
+COMPACTION_PROMPT = (
+    "Summarize the conversation so far for yourself, to continue the task from it: the "
+    "user's goal, the plan and its status, every finding with its sources, what was "
+    "tried and failed, and what remains. Be complete and concise."
+)
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """Limits and defaults of the loop (a session's settings may narrow them)."""
+
+    model: str | None = None
+    max_tokens: int | None = None
+    context_window: int = 200_000
+    max_iterations: int = 30
+    reboot_after: int = 8
+    thinking_budget: int = 0
+    system_prompt: str = SYSTEM_PROMPT
+
+
+class AgentRunner:
+    """Drives one run of one session through the ports."""
+
+    def __init__(
+        self,
+        *,
+        sessions: SessionService,
+        bridge: SyncBridge,
+        llm: LLM,
+        tools: ToolRegistry,
+        blobs: BlobStore,
+        counter: TokenCounter,
+        deltas: DeltaSink,
+        settings: EngineSettings | None = None,
+    ) -> None:
+        self.sessions = sessions
+        self.bridge = bridge
+        self.llm = llm
+        self.tools = tools
+        self.tool_calls = ToolCalls(tools, blobs)
+        self.counter = counter
+        self.deltas = deltas
+        self.settings = settings or EngineSettings()
+
+    async def run(self, session_id: UUID, run_id: UUID, *, recovering: bool = False) -> RunEnd:
+        """Run until the run ends or waits for a human; say which."""
+        state = RunState(session_id, run_id, self.sessions, self.bridge)
+        await state.load()
+        session = await self.bridge(self.sessions.get_session, session_id)
+        if session.active_run != run_id:
+            return "not_active"
+        if not state.has_started():
+            await state.record(self.sessions.start_run, session_id, run_id, WORKER)
+        if await self.tool_calls.work_through(state, recovering=recovering) == "suspended":
+            return "suspended"
+        while True:
+            limit = self._limit_reached(state)
+            if limit is not None:
+                await state.record(self.sessions.complete_run, session_id, run_id, limit)
+                return "completed"
+            await self._maybe_reboot(state)
+            try:
+                request = await self._request(state)
+                turn, latency_ms = await self._stream(session_id, request)
+            except LLMError as e:
+                await state.record(self.sessions.fail_run, session_id, run_id, str(e), e.code)
+                return "failed"
+            await state.record(
+                self.sessions.record_assistant_turn, session_id, run_id, turn, latency_ms
+            )
+            if not turn.tool_uses:
+                await state.record(self.sessions.complete_run, session_id, run_id, turn.stop_reason)
+                return "completed"
+            if await self.tool_calls.work_through(state) == "suspended":
+                return "suspended"
+
+    def frame(self, settings: dict[str, object]) -> ContextFrame:
+        """The frozen part of every request of a session."""
+        system = self.settings.system_prompt
+        allowed = settings.get("allowed_tools")
+        if isinstance(allowed, list):
+            system += "\n\nIn this session you may only use these tools: " + ", ".join(
+                str(a) for a in allowed
+            )
+        model = settings.get("model") or self.settings.model
+        return ContextFrame(
+            system=system,
+            tools=self.tools.specs(),
+            model=str(model) if model else None,
+            max_tokens=self.settings.max_tokens,
+            thinking_budget=self.settings.thinking_budget,
+        )
+
+    def _limit_reached(self, state: RunState) -> str | None:
+        limit = state.settings.get("max_iterations", self.settings.max_iterations)
+        if isinstance(limit, int) and len(state.of_run("AssistantTurnRecorded")) >= limit:
+            return "max_iterations"
+        budget = state.settings.get("token_budget")
+        if isinstance(budget, int) and state.tokens_used() >= budget:
+            return "token_budget"
+        return None
+
+    async def _maybe_reboot(self, state: RunState) -> None:
+        stalled = iterations_without_progress(state.log)
+        if stalled >= self.settings.reboot_after:
+            await state.record(
+                self.sessions.request_reboot, state.session_id, list(REBOOT_QUESTIONS), stalled
+            )
+
+    async def _request(self, state: RunState) -> ModelRequest:
+        frame = self.frame(state.settings)
+        request = build_request(state.log, frame)
+        estimate = estimate_tokens(request, self.counter.count)
+        if not needs_compaction(estimate, self.settings.context_window):
+            return request
+        turns = state.find("AssistantTurnRecorded")
+        if len(turns) < 2:
+            return request  # nothing older than the newest turn to fold away
+        through = turns[-1].originator_version - 1
+        summary = await self._summarize(state, through, frame)
+        compacted = build_request(state.log, frame, compaction=(summary, through))
+        after = estimate_tokens(compacted, self.counter.count)
+        await state.record(
+            self.sessions.record_compaction, state.session_id, summary, through, estimate, after
+        )
+        return build_request(state.log, frame)
+
+    async def _summarize(self, state: RunState, through: int, frame: ContextFrame) -> str:
+        history = fold_messages([e for e in state.log if e.originator_version <= through])
+        ask = Message("user", (TextBlock(COMPACTION_PROMPT),))
+        request = ModelRequest(frame.system, (), (*history, ask), model=frame.model)
+        turn, _ = await self._stream(None, request)
+        return turn.text
+
+    async def _stream(
+        self, session_id: UUID | None, request: ModelRequest
+    ) -> tuple[ModelTurn, int]:
+        started = time.perf_counter()
+        turn: ModelTurn | None = None
+        async for item in self.llm.stream(request):
+            if isinstance(item, ModelTurn):
+                turn = item
+            elif session_id is not None:
+                await self.deltas.publish(session_id, item)
+        if turn is None:
+            raise LLMError("the model's stream ended without a finished turn", retryable=True)
+        return turn, int((time.perf_counter() - started) * 1000)

@@ -1,0 +1,123 @@
+"""Runs as tasks: start on a message, continue after an approval, stop, recover.
+
+At most one task per session in this process (the aggregate allows one active run).
+A stop cancels the task, which cancels the model stream or the tool in flight, then
+records `RunStopped`. Shutting down cancels tasks without recording anything, so the
+runs are still active in the log and `recover()` picks them up on the next start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Iterable
+from uuid import UUID
+
+from application.bridge import SyncBridge
+from application.runner import AgentRunner, RunEnd
+from application.sessions import Receipt, SessionService
+
+log = logging.getLogger(__name__)
+
+STOP_GRACE = 1.0  # seconds a cancelled run may take to unwind before the stop is recorded
+
+
+class RunScheduler:
+    """Owns the asyncio tasks that drive runs."""
+
+    def __init__(self, runner: AgentRunner, sessions: SessionService, bridge: SyncBridge) -> None:
+        self.runner = runner
+        self.sessions = sessions
+        self.bridge = bridge
+        self._tasks: dict[UUID, asyncio.Task[RunEnd]] = {}
+
+    async def send_message(
+        self,
+        session_id: UUID,
+        text: str,
+        *,
+        attachments: list[str] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Receipt:
+        """Append the message, request a run and start it (one command, then a task)."""
+        run_id = uuid.uuid4()
+        receipt = await self.bridge(
+            self.sessions.submit_message,
+            session_id, text, run_id, attachments=attachments, idempotency_key=idempotency_key,
+        )  # fmt: skip
+        self._spawn(session_id, run_id)
+        return receipt
+
+    async def confirm(
+        self, session_id: UUID, action_id: str, approved: bool, feedback: str | None, by: str
+    ) -> Receipt:
+        """Answer a pending confirmation; the run goes on once nothing else is pending."""
+        receipt = await self.bridge(
+            self.sessions.give_confirmation, session_id, action_id, approved, feedback, by
+        )
+        session = await self.bridge(self.sessions.get_session, session_id)
+        if session.active_run is not None and not session.pending_confirmations:
+            self._spawn(session_id, session.active_run)
+        return receipt
+
+    async def stop(self, session_id: UUID, reason: str = "stopped by the user") -> Receipt:
+        """Cancel the run's task (if here) and record the stop."""
+        task = self._tasks.get(session_id)
+        if task is not None:
+            task.cancel()
+            await asyncio.wait([task], timeout=STOP_GRACE)
+        return await self.bridge(self.sessions.stop_active_run, session_id, reason)
+
+    def recover(self, active: Iterable[tuple[UUID, UUID]]) -> None:
+        """Resume runs left active by a previous process (crash or restart)."""
+        for session_id, run_id in active:
+            self._spawn(session_id, run_id, recovering=True)
+
+    async def wait(self, session_id: UUID) -> RunEnd | None:
+        """Until the session's task ends or suspends (None if there is none)."""
+        task = self._tasks.get(session_id)
+        return await task if task is not None else None
+
+    def is_running(self, session_id: UUID) -> bool:
+        return session_id in self._tasks
+
+    async def close(self) -> None:
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def _spawn(self, session_id: UUID, run_id: UUID, *, recovering: bool = False) -> None:
+        current = self._tasks.get(session_id)
+        if current is not None and not current.done():
+            return  # already driving this session's run
+        task = asyncio.create_task(
+            self._drive(session_id, run_id, recovering), name=f"run {run_id}"
+        )
+        self._tasks[session_id] = task
+        task.add_done_callback(lambda t: self._forget(session_id, t))
+
+    def _forget(self, session_id: UUID, task: asyncio.Task[RunEnd]) -> None:
+        if self._tasks.get(session_id) is task:
+            del self._tasks[session_id]
+
+    async def _drive(self, session_id: UUID, run_id: UUID, recovering: bool) -> RunEnd:
+        try:
+            return await self.runner.run(session_id, run_id, recovering=recovering)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            log.exception("run %s of session %s failed", run_id, session_id)
+            with contextlib.suppress(Exception):
+                await self.bridge(
+                    self.sessions.fail_run,
+                    session_id,
+                    run_id,
+                    f"internal error: {e}",
+                    "INTERNAL_ERROR",
+                )
+            return "failed"

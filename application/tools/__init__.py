@@ -1,0 +1,1 @@
+"""Tools the agent can call. One module per tool (or family); the registry finds them."""

@@ -1,0 +1,83 @@
+"""What a tool is: a name, a description, typed arguments, a risk level and a `run`.
+
+Arguments are a msgspec Struct: its JSON Schema is what the model sees, and the same
+Struct validates what the model sent (a mismatch is a kept failure, not a crash).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar, Generic, Protocol, TypeVar
+from uuid import UUID
+
+import msgspec
+
+from domain.conversation import ToolSpec
+
+
+class SessionNotes(Protocol):
+    """What built-in tools may write to their session (bound to it by the runner)."""
+
+    async def update_plan(self, items: list[dict[str, str]]) -> None: ...
+
+    async def record_finding(self, text: str, citations: list[dict[str, str]]) -> None: ...
+
+    async def note_progress(self, text: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Where a tool runs: its session and what it may touch there."""
+
+    session_id: UUID
+    tool_use_id: str
+    notes: SessionNotes
+
+
+A = TypeVar("A", bound=msgspec.Struct)
+
+
+class Tool(ABC, Generic[A]):
+    """Base of every tool; subclasses set the class attributes and implement `run`."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Args: ClassVar[type[msgspec.Struct]]
+    risky: ClassVar[bool] = False
+    timeout: ClassVar[float] = 60.0
+
+    @abstractmethod
+    async def run(self, args: A, context: ToolContext) -> str:
+        """Do the work; return the full output. Raise `ToolExecutionError` to fail."""
+
+    def describe(self, args: A) -> str:
+        """One line for a human asked to approve this call."""
+        shown = msgspec.json.encode(args).decode()
+        return f"{self.name} {shown if len(shown) <= 300 else shown[:297] + '...'}"
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.name, self.description, input_schema(self.Args))
+
+
+def input_schema(args: type[msgspec.Struct]) -> dict[str, object]:
+    """The Struct's JSON Schema with every `$ref` inlined (the model wants one object)."""
+    (schema,), components = msgspec.json.schema_components([args])
+    return _inline(schema, components)  # type: ignore[return-value]
+
+
+def _inline(node: object, components: dict[str, object]) -> object:
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            return _inline(components[ref.rsplit("/", 1)[-1]], components)
+        # A schema's own "title" is the Struct's name: noise to the model. (A property
+        # called "title" maps to a dict, so it stays.)
+        return {
+            k: _inline(v, components)
+            for k, v in node.items()
+            if not (k == "title" and isinstance(v, str))
+        }
+    if isinstance(node, list):
+        return [_inline(v, components) for v in node]
+    return node

@@ -1,0 +1,134 @@
+"""An engine on the in-memory event store, with fakes for the outside world."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from uuid import UUID, uuid4
+
+import msgspec
+
+from adapters.blobs.filesystem import FilesystemBlobStore
+from adapters.llm.scripted import ScriptedLLM
+from adapters.llm.tokens import CharRatioTokenCounter
+from application.bridge import SyncBridge
+from application.ports import LLM, ToolExecutionError
+from application.runner import AgentRunner, EngineSettings
+from application.runs import RunScheduler
+from application.sessions import SessionService
+from application.tools.base import Tool, ToolContext
+from application.tools.registry import ToolRegistry
+from domain.conversation import TextDelta, ThinkingDelta
+
+
+class InMemoryDeltaSink:
+    """Collects the live deltas per session."""
+
+    def __init__(self) -> None:
+        self.deltas: dict[UUID, list[TextDelta | ThinkingDelta]] = {}
+
+    async def publish(self, session_id: UUID, delta: TextDelta | ThinkingDelta) -> None:
+        self.deltas.setdefault(session_id, []).append(delta)
+
+
+class PathArgs(msgspec.Struct, forbid_unknown_fields=True):
+    path: str
+
+
+class DeleteFile(Tool[PathArgs]):
+    """A risky tool that only remembers what it was asked to delete."""
+
+    name = "delete_file"
+    description = "Delete a file."
+    Args = PathArgs
+    risky = True
+
+    def __init__(self) -> None:
+        self.deleted: list[str] = []
+
+    async def run(self, args: PathArgs, context: ToolContext) -> str:
+        self.deleted.append(args.path)
+        return f"deleted {args.path}"
+
+
+class QueryArgs(msgspec.Struct, forbid_unknown_fields=True):
+    query: str
+
+
+class FlakySearch(Tool[QueryArgs]):
+    """A safe tool whose behaviour the test sets: fail, be slow, or answer at length."""
+
+    name = "search"
+    description = "Search the web."
+    Args = QueryArgs
+    timeout = 5.0
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.fail_with: str | None = None
+        self.delay = 0.0
+        self.answer: Callable[[str], str] = lambda q: f"results for {q}"
+
+    async def run(self, args: QueryArgs, context: ToolContext) -> str:
+        self.calls.append(args.query)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if self.fail_with:
+            raise ToolExecutionError(self.fail_with)
+        return self.answer(args.query)
+
+
+@dataclass
+class Engine:
+    sessions: SessionService
+    runner: AgentRunner
+    scheduler: RunScheduler
+    deltas: InMemoryDeltaSink
+    delete_file: DeleteFile
+    search: FlakySearch
+    bridge: SyncBridge
+    started: list[UUID] = field(default_factory=list)
+
+    async def new_session(self, **settings: object) -> UUID:
+        receipt = await self.bridge(
+            self.sessions.start_session,
+            workspace_id=uuid4(), owner_id=uuid4(), title="test", settings=settings,
+        )  # fmt: skip
+        return receipt.session_id
+
+    def kinds(self, session_id: UUID) -> list[str]:
+        return [type(e).__name__ for e in self.sessions.session_events(session_id)]
+
+    def events(self, session_id: UUID, kind: str) -> list[object]:
+        return [e for e in self.sessions.session_events(session_id) if type(e).__name__ == kind]
+
+
+def make_engine(
+    llm: LLM,
+    tmp_path: Path,
+    *,
+    settings: EngineSettings | None = None,
+    sessions: SessionService | None = None,
+) -> Engine:
+    sessions = sessions or SessionService(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    bridge = SyncBridge(4)
+    delete_file, search = DeleteFile(), FlakySearch()
+    deltas = InMemoryDeltaSink()
+    runner = AgentRunner(
+        sessions=sessions,
+        bridge=bridge,
+        llm=llm,
+        tools=ToolRegistry.discover(delete_file, search),
+        blobs=FilesystemBlobStore(tmp_path / "blobs"),
+        counter=CharRatioTokenCounter(),
+        deltas=deltas,
+        settings=settings,
+    )
+    scheduler = RunScheduler(runner, sessions, bridge)
+    return Engine(sessions, runner, scheduler, deltas, delete_file, search, bridge)
+
+
+def scripted(*turns: dict[str, object]) -> ScriptedLLM:
+    return ScriptedLLM.from_turns(list(turns))
