@@ -27,6 +27,7 @@ from application.sessions import SessionService
 from projections.runner import ProjectionRunner
 from projections.sessions import SessionsView
 from projections.view import TRACKING_TABLE, ProjectionError, View
+from projections.working_memory import WorkingMemoryView
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,9 @@ def build(settings: Settings, *, database_url: str, nats_url: str) -> Container:
     sessions = SessionService(env=env)
     factory = sessions.factory
     assert isinstance(factory, PostgresFactory)
-    views: dict[str, View] = {v.name: v for v in (SessionsView(factory.datastore),)}
+    views: dict[str, View] = {
+        v.name: v for v in (SessionsView(factory.datastore), WorkingMemoryView(factory.datastore))
+    }
     checkpoints = PostgresTrackingRecorder(factory.datastore, tracking_table_name=TRACKING_TABLE)
     for recorder in (*views.values(), checkpoints):
         recorder.create_table()
@@ -84,7 +87,19 @@ class Services:
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _nats: NATS | None = None
 
-    async def start(self) -> None:
+    async def start(self, *, wait_for_nats: bool = True) -> None:
+        """Start the relay and the runners once NATS answers (in the background unless
+        `wait_for_nats`): the API and commands never wait for NATS."""
+        connected = asyncio.Event()
+        self._spawn(self._start_with_nats(connected), "nats connection")
+        if wait_for_nats:
+            await connected.wait()
+
+    @property
+    def nats(self) -> NATS | None:
+        return self._nats
+
+    async def _start_with_nats(self, connected: asyncio.Event) -> None:
         c = self.container
         nc = await connect_nats(c.nats_url, name="tokendance")
         self._nats = nc
@@ -109,6 +124,7 @@ class Services:
                 )
                 self.runners[name] = runner
                 self._spawn(runner.run(), f"projection {name}")
+        connected.set()
 
     def _spawn(self, coro: Coroutine[object, object, None], name: str) -> None:
         self._tasks.append(asyncio.create_task(coro, name=name))

@@ -97,7 +97,7 @@ def _turn_of(e: AggregateEvent) -> tuple[Role, list[ContentBlock]] | None:
             text += "\n[attachments: " + ", ".join(e.attachments) + "]"  # type: ignore[attr-defined]
         return "user", [TextBlock(text)]
     if kind == "AssistantTurnRecorded":
-        blocks = [_block(b) for b in e.content]  # type: ignore[attr-defined]
+        blocks = [content_block(b) for b in e.content]  # type: ignore[attr-defined]
         return ("assistant", blocks) if blocks else None
     if kind == "ToolResultRecorded":
         return "user", [_tool_result(e)]
@@ -119,7 +119,8 @@ def _turn_of(e: AggregateEvent) -> tuple[Role, list[ContentBlock]] | None:
     return None
 
 
-def _block(raw: dict[str, object]) -> ContentBlock:
+def content_block(raw: dict[str, object]) -> ContentBlock:
+    """A recorded content block (plain data) as our model type."""
     kind = raw["type"]
     if kind == "text":
         return TextBlock(str(raw["text"]))

@@ -103,7 +103,8 @@ class AgentSession(Aggregate):
         self.open_tool_calls: dict[str, str] = {}
         # action id -> tool use id, for confirmations asked and not yet answered
         self.pending_confirmations: dict[str, str] = {}
-        self.answered_confirmations: set[str] = set()
+        # action id -> approved (a dict, not a set: snapshots are stored as JSON)
+        self.answered_confirmations: dict[str, bool] = {}
 
     @classmethod
     def start(
@@ -272,7 +273,7 @@ class AgentSession(Aggregate):
         self, action_id: str, approved: bool, feedback: str | None, by: str
     ) -> None:
         del self.pending_confirmations[action_id]
-        self.answered_confirmations.add(action_id)
+        self.answered_confirmations[action_id] = approved
         if self.active_run is not None and not self.pending_confirmations:
             self.status = "running"
 

@@ -45,6 +45,9 @@ class Tool(ABC, Generic[A]):
     description: ClassVar[str]
     Args: ClassVar[type[msgspec.Struct]]
     risky: ClassVar[bool] = False
+    # True for tools whose only effect is to record events: a replay runs them again
+    # (any other tool answers a replay with its recorded result).
+    replayable: ClassVar[bool] = False
     timeout: ClassVar[float] = 60.0
 
     @abstractmethod

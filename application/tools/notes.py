@@ -25,6 +25,7 @@ class UpdatePlan(Tool[UpdatePlanArgs]):
         "Send the whole plan every time; mark a step done as soon as it is."
     )
     Args = UpdatePlanArgs
+    replayable = True
 
     async def run(self, args: UpdatePlanArgs, context: ToolContext) -> str:
         items = [{"title": i.title, "status": i.status} for i in args.items]
@@ -50,6 +51,7 @@ class RecordFinding(Tool[RecordFindingArgs]):
         "Record what you learn as you learn it, so it survives a long session."
     )
     Args = RecordFindingArgs
+    replayable = True
 
     async def run(self, args: RecordFindingArgs, context: ToolContext) -> str:
         citations = [{"url": c.url, "title": c.title} for c in args.citations]
@@ -65,6 +67,7 @@ class NoteProgress(Tool[NoteProgressArgs]):
     name = "note_progress"
     description = "Append a line to progress.md: what you just did, or what went wrong."
     Args = NoteProgressArgs
+    replayable = True
 
     async def run(self, args: NoteProgressArgs, context: ToolContext) -> str:
         await context.notes.note_progress(args.text)
