@@ -16,6 +16,11 @@ from eventsourcing.postgres import (
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 
+from adapters.blobs.filesystem import FilesystemBlobStore
+from adapters.llm.anthropic import AnthropicLLM
+from adapters.llm.scripted import load_llm_spec
+from adapters.llm.tokens import TiktokenCounter
+from adapters.llm.unconfigured import UnconfiguredLLM
 from adapters.nats.connection import connect_nats
 from adapters.nats.feed import JetStreamFeed
 from adapters.nats.relay import Relay
@@ -23,7 +28,11 @@ from adapters.nats.stream import EventStream
 from adapters.postgres.eventstore import eventstore_env
 from adapters.settings import Settings
 from application.bridge import SyncBridge
+from application.ports import LLM, BlobStore, DeltaSink, LLMNotConfigured
+from application.runner import AgentRunner, EngineSettings
+from application.runs import RunScheduler
 from application.sessions import SessionService
+from application.tools.registry import ToolRegistry
 from projections.runner import ProjectionRunner
 from projections.sessions import SessionsView
 from projections.view import TRACKING_TABLE, ProjectionError, View
@@ -130,11 +139,82 @@ class Services:
         self._tasks.append(asyncio.create_task(coro, name=name))
 
     async def stop(self) -> None:
+        # Cancel until done: on Python 3.11 a cancel that lands as nats-py's wait_for
+        # times out can be swallowed, and the loop it hits just goes round again.
+        for _ in range(5):
+            pending = [t for t in self._tasks if not t.done()]
+            if not pending:
+                break
+            for task in pending:
+                task.cancel()
+            await asyncio.wait(pending, timeout=2.0)
         for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, ProjectionError):
-                await task
+            if task.done() and not task.cancelled():
+                with contextlib.suppress(ProjectionError):
+                    task.result()
         self._tasks.clear()
         if self._nats is not None:
             await self._nats.close()
+
+
+def build_llm(settings: Settings) -> LLM:
+    """The model the settings name: scripted, Anthropic (key found), or none."""
+    if settings.llm:
+        return load_llm_spec(settings.llm, counter=TiktokenCounter())
+    try:
+        return AnthropicLLM.from_env(model=settings.model, max_tokens=settings.max_tokens)
+    except LLMNotConfigured:
+        return UnconfiguredLLM()
+
+
+@dataclass
+class Engine:
+    """The agent loop and the tasks that drive it."""
+
+    runner: AgentRunner
+    scheduler: RunScheduler
+    blobs: BlobStore
+
+
+def build_engine(
+    container: Container,
+    *,
+    deltas: DeltaSink,
+    llm: LLM | None = None,
+    tools: ToolRegistry | None = None,
+    blobs: BlobStore | None = None,
+) -> Engine:
+    s = container.settings
+    blobs = blobs or FilesystemBlobStore(s.data_dir / "blobs")
+    runner = AgentRunner(
+        sessions=container.sessions,
+        bridge=container.bridge,
+        llm=llm or build_llm(s),
+        tools=tools or ToolRegistry.discover(),
+        blobs=blobs,
+        counter=TiktokenCounter(),
+        deltas=deltas,
+        settings=EngineSettings(
+            model=s.model,
+            max_tokens=s.max_tokens,
+            context_window=s.context_window,
+            max_iterations=s.max_iterations,
+        ),
+    )
+    return Engine(runner, RunScheduler(runner, container.sessions, container.bridge), blobs)
+
+
+async def recover_runs(container: Container, engine: Engine, *, timeout: float = 30.0) -> int:
+    """Resume the runs a previous process left active; how many.
+
+    Waits (bounded) for the sessions view to reach the end of the log, so no run
+    that ended or started just before the restart is missed or resumed twice.
+    """
+    view = container.views["sessions"]
+    assert isinstance(view, SessionsView)
+    head = await container.bridge(container.recorder.max_notification_id) or 0
+    if not await container.bridge(view.wait_for, head, timeout):
+        log.warning("sessions view is behind the log; recovering the runs it knows")
+    active = await container.bridge(view.active_runs)
+    engine.scheduler.recover(active)
+    return len(active)

@@ -11,9 +11,11 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from uuid import UUID
 
-from adapters.bootstrap import Container, Services, build
+from adapters.bootstrap import Container, Services, build, build_engine
 from adapters.embedded import EmbeddedServers
+from adapters.nats.live import NatsDeltaSink
 from adapters.settings import Settings
 
 
@@ -43,6 +45,14 @@ def _parser() -> argparse.ArgumentParser:
 
     relay = commands.add_parser("relay", help="run only the relay (Postgres -> NATS)")
     relay.set_defaults(func=_relay)
+
+    demo = commands.add_parser("demo", help="run a scripted session and show what it recorded")
+    demo.add_argument("--question", default=None, help="what the user asks")
+    demo.set_defaults(func=_demo)
+
+    replay = commands.add_parser("replay", help="re-run a session's log and check it matches")
+    replay.add_argument("session_id", type=_uuid, help="the session to replay")
+    replay.set_defaults(func=_replay)
 
     projections = commands.add_parser("projections", help="manage read models")
     projection_commands = projections.add_subparsers(required=True, metavar="ACTION")
@@ -78,7 +88,9 @@ def _serve(settings: Settings, _: argparse.Namespace) -> None:
     from adapters.http.app import create_app
 
     with _container(settings) as container:
-        app = create_app(container, Services(container))
+        services = Services(container)
+        deltas = NatsDeltaSink(lambda: services.nats, settings.nats_stream)
+        app = create_app(container, services, build_engine(container, deltas=deltas))
         config = uvicorn.Config(
             app, host=settings.host, port=settings.port, log_level=settings.log_level.lower()
         )
@@ -101,6 +113,29 @@ def _relay(settings: Settings, _: argparse.Namespace) -> None:
     signal.signal(signal.SIGTERM, _interrupt)
     with _container(settings) as container, contextlib.suppress(KeyboardInterrupt):
         asyncio.run(run(container))
+
+
+def _demo(settings: Settings, args: argparse.Namespace) -> None:
+    from adapters.demo import DEMO_QUESTION, run_demo
+
+    with _container(settings) as container:
+        identical = asyncio.run(run_demo(container, args.question or DEMO_QUESTION))
+    sys.exit(0 if identical else 1)
+
+
+def _replay(settings: Settings, args: argparse.Namespace) -> None:
+    from adapters.demo import run_replay
+
+    with _container(settings) as container:
+        identical = asyncio.run(run_replay(container, args.session_id))
+    sys.exit(0 if identical else 1)
+
+
+def _uuid(text: str) -> UUID:
+    try:
+        return UUID(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a session id: {text!r}") from None
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -31,6 +31,17 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
     ),
     "TOKENDANCE_DB_MAX_OVERFLOW": ("8", "extra Postgres connections allowed under load"),
     "TOKENDANCE_LOG_LEVEL": ("INFO", "log level"),
+    "TOKENDANCE_LLM": (
+        "(unset: Anthropic if ANTHROPIC_API_KEY is set)",
+        "`scripted:<file.yaml>` (or `scripted:demo`) runs a scripted model instead",
+    ),
+    "TOKENDANCE_MODEL": ("claude-sonnet-4-5", "Anthropic model for agent turns"),
+    "TOKENDANCE_MAX_TOKENS": ("8192", "output token limit of one model turn"),
+    "TOKENDANCE_CONTEXT_WINDOW": (
+        "200000",
+        "the model's context window; the context is compacted at 70% of it",
+    ),
+    "TOKENDANCE_MAX_ITERATIONS": ("30", "model turns per run before it ends"),
 }
 
 
@@ -51,6 +62,11 @@ class Settings:
     db_pool_size: int = int(_default("TOKENDANCE_DB_POOL_SIZE"))
     db_max_overflow: int = int(_default("TOKENDANCE_DB_MAX_OVERFLOW"))
     log_level: str = _default("TOKENDANCE_LOG_LEVEL")
+    llm: str | None = None
+    model: str = _default("TOKENDANCE_MODEL")
+    max_tokens: int = int(_default("TOKENDANCE_MAX_TOKENS"))
+    context_window: int = int(_default("TOKENDANCE_CONTEXT_WINDOW"))
+    max_iterations: int = int(_default("TOKENDANCE_MAX_ITERATIONS"))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -70,6 +86,11 @@ class Settings:
             db_pool_size=_int(get("TOKENDANCE_DB_POOL_SIZE"), "TOKENDANCE_DB_POOL_SIZE"),
             db_max_overflow=_int(get("TOKENDANCE_DB_MAX_OVERFLOW"), "TOKENDANCE_DB_MAX_OVERFLOW"),
             log_level=get("TOKENDANCE_LOG_LEVEL").upper(),
+            llm=env.get("TOKENDANCE_LLM") or None,
+            model=get("TOKENDANCE_MODEL"),
+            max_tokens=_int(get("TOKENDANCE_MAX_TOKENS"), "TOKENDANCE_MAX_TOKENS"),
+            context_window=_int(get("TOKENDANCE_CONTEXT_WINDOW"), "TOKENDANCE_CONTEXT_WINDOW"),
+            max_iterations=_int(get("TOKENDANCE_MAX_ITERATIONS"), "TOKENDANCE_MAX_ITERATIONS"),
         )
 
     def override(self, **changes: object) -> Settings:

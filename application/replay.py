@@ -11,7 +11,6 @@ called and no tool touches the world.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from uuid import UUID
@@ -22,6 +21,7 @@ from application.bridge import SyncBridge
 from application.ports import BlobStore, LLMError, TokenCounter
 from application.run_state import RunState
 from application.runner import AgentRunner, EngineSettings
+from application.runs import internal_failure
 from application.sessions import SessionService
 from application.tool_calls import ToolCalls
 from application.tools.registry import ToolRegistry
@@ -241,5 +241,9 @@ async def _drive(
     waiter.cancel()
     if not task.done():
         task.cancel()  # the original was stopped (or crashed) here
-    with contextlib.suppress(asyncio.CancelledError, _Exhausted):
+    try:
         await task
+    except (asyncio.CancelledError, _Exhausted):
+        pass
+    except Exception as e:
+        runner.sessions.fail_run(sid, run_id, *internal_failure(e))

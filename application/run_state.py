@@ -41,7 +41,7 @@ class RunState:
 
     @property
     def settings(self) -> dict[str, object]:
-        return dict(self.log[0].settings) if self.log else {}  # type: ignore[attr-defined]
+        return dict(self.log[0].settings or {}) if self.log else {}  # type: ignore[attr-defined]
 
     def of_run(self, kind: str) -> list[AggregateEvent]:
         return [

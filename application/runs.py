@@ -113,11 +113,10 @@ class RunScheduler:
         except Exception as e:
             log.exception("run %s of session %s failed", run_id, session_id)
             with contextlib.suppress(Exception):
-                await self.bridge(
-                    self.sessions.fail_run,
-                    session_id,
-                    run_id,
-                    f"internal error: {e}",
-                    "INTERNAL_ERROR",
-                )
+                await self.bridge(self.sessions.fail_run, session_id, run_id, *internal_failure(e))
             return "failed"
+
+
+def internal_failure(error: Exception) -> tuple[str, str]:
+    """The reason and code a run fails with when the engine itself broke."""
+    return f"internal error: {type(error).__name__}: {error}", "INTERNAL_ERROR"

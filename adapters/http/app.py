@@ -2,24 +2,30 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from litestar import Litestar, get
 
-from adapters.bootstrap import Container, Services
+from adapters.bootstrap import Container, Engine, Services, recover_runs
 from schemas.health import Health, ProjectionHealth, RelayHealth
 
 
-def create_app(container: Container, services: Services) -> Litestar:
+def create_app(container: Container, services: Services, engine: Engine) -> Litestar:
     """The HTTP API over a built container; background services run with the app."""
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
-        await services.start()
+        await services.start(wait_for_nats=False)
+        recovery = asyncio.create_task(recover_runs(container, engine), name="recover runs")
         try:
             yield
         finally:
+            recovery.cancel()
+            await (
+                engine.scheduler.close()
+            )  # runs stay active in the log; the next start resumes them
             await services.stop()
 
     @get("/health")

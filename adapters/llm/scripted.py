@@ -298,4 +298,11 @@ def load_llm_spec(spec: str, *, counter: TokenCounter | None = None) -> Scripted
         )
     if not target.strip():
         raise ValueError("TOKENDANCE_LLM='scripted:' needs a path, e.g. 'scripted:demo.yaml'")
-    return ScriptedLLM.from_yaml(Path(target.strip()), counter=counter)
+    path = Path(target.strip())
+    bundled = BUNDLED_SCRIPTS / f"{path.name}.yaml"
+    if path.suffix not in (".yaml", ".yml") and path.name == str(path) and bundled.exists():
+        path = bundled  # a bare name (`scripted:demo`) is a script shipped with the package
+    return ScriptedLLM.from_yaml(path, counter=counter)
+
+
+BUNDLED_SCRIPTS = Path(__file__).parent / "scripts"

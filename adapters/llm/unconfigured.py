@@ -1,0 +1,24 @@
+"""The model used when none is configured: every call fails with a clear reason."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from application.ports import LLMNotConfigured
+from domain.conversation import ModelRequest, StreamItem
+
+HOW_TO_CONFIGURE = (
+    "no model is configured: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a proxy), "
+    "or TOKENDANCE_LLM=scripted:<script.yaml> for a scripted model"
+)
+
+
+class UnconfiguredLLM:
+    """Fails every call with `LLMNotConfigured`, so a run ends with that code."""
+
+    def __init__(self, reason: str = HOW_TO_CONFIGURE) -> None:
+        self.reason = reason
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        raise LLMNotConfigured(self.reason)
+        yield  # an async generator, like every model
