@@ -1,7 +1,8 @@
 """One run in progress: the session's log as the runner sees it, and how it writes.
 
-Every command goes through here, and the events it recorded are appended to the local
-log at once, so the next request is built from exactly what is stored.
+Every command goes through here, and the events it recorded are folded into the
+local log, the ledger and the context at once, so the next request is built from
+exactly what is stored, without reading the log again.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from eventsourcing.domain import AggregateEvent
 
 from application.bridge import SyncBridge
 from application.sessions import Receipt, SessionService
+from domain.context import ContextBuilder
+from domain.ledger import Ledger
 
 P = ParamSpec("P")
 
@@ -28,50 +31,44 @@ class RunState:
     sessions: SessionService
     bridge: SyncBridge
     log: list[AggregateEvent] = field(default_factory=list)
+    ledger: Ledger = field(default_factory=Ledger)
+    context: ContextBuilder | None = None
 
     async def load(self) -> None:
-        self.log = list(await self.bridge(_events, self.sessions, self.session_id))  # type: ignore[arg-type]
+        self.log = list(await self.bridge(_events, self.sessions, self.session_id))
+        self.ledger = Ledger.of(self.log)
+
+    def follow(self, context: ContextBuilder) -> None:
+        """Keep `context` up to date with the log from now on."""
+        for e in self.log:
+            context.apply(e)
+        self.context = context
 
     async def record(
         self, command: Callable[P, Receipt], *args: P.args, **kwargs: P.kwargs
     ) -> Receipt:
         receipt = await self.bridge(command, *args, **kwargs)
-        self.log.extend(receipt.events)
+        for e in receipt.events:
+            self.log.append(e)
+            self.ledger.apply(e)
+            if self.context is not None:
+                self.context.apply(e)
         return receipt
 
     @property
     def settings(self) -> dict[str, object]:
-        return dict(self.log[0].settings or {}) if self.log else {}  # type: ignore[attr-defined]
+        return self.ledger.settings
 
-    def of_run(self, kind: str) -> list[AggregateEvent]:
-        return [
-            e
-            for e in self.log
-            if type(e).__name__ == kind and getattr(e, "run_id", None) == self.run_id
-        ]
+    @property
+    def turns(self) -> int:
+        """Assistant turns of this run so far."""
+        return self.ledger.turns_by_run.get(self.run_id, 0)
 
     def has_started(self) -> bool:
-        return bool(self.of_run("RunStarted"))
+        return self.run_id in self.ledger.started_runs
 
     def last_turn_tool_uses(self) -> list[dict[str, object]]:
-        turns = self.of_run("AssistantTurnRecorded")
-        if not turns:
-            return []
-        return [b for b in turns[-1].content if b["type"] == "tool_use"]  # type: ignore[attr-defined]
-
-    def tokens_used(self) -> int:
-        return sum(
-            e.input_tokens + e.output_tokens + e.cache_read_tokens + e.cache_write_tokens  # type: ignore[attr-defined]
-            for e in self.log
-            if type(e).__name__ == "AssistantTurnRecorded"
-        )
-
-    def find(self, kind: str, **match: object) -> list[AggregateEvent]:
-        return [
-            e
-            for e in self.log
-            if type(e).__name__ == kind and all(getattr(e, k, None) == v for k, v in match.items())
-        ]
+        return self.ledger.tool_uses_of_last_turn(self.run_id)
 
 
 def _events(sessions: SessionService, session_id: UUID) -> Sequence[AggregateEvent]:

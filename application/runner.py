@@ -22,9 +22,9 @@ from application.run_state import RunState
 from application.sessions import SessionService
 from application.tool_calls import ToolCalls
 from application.tools.registry import ToolRegistry
-from domain.context import ContextFrame, build_request, fold_messages
-from domain.conversation import Message, ModelRequest, ModelTurn, TextBlock, estimate_tokens
-from domain.policies import REBOOT_QUESTIONS, iterations_without_progress, needs_compaction
+from domain.context import ContextBuilder, ContextFrame, fold_messages
+from domain.conversation import Message, ModelRequest, ModelTurn, TextBlock
+from domain.policies import REBOOT_QUESTIONS, needs_compaction
 
 RunEnd = Literal["completed", "failed", "suspended", "not_active"]
 WORKER = f"{socket.gethostname()}:{os.getpid()}"
@@ -86,6 +86,7 @@ class AgentRunner:
         """Run until the run ends or waits for a human; say which."""
         state = RunState(session_id, run_id, self.sessions, self.bridge)
         await state.load()
+        state.follow(ContextBuilder(self.frame(state.settings), self.counter.count))
         session = await self.bridge(self.sessions.get_session, session_id)
         if session.active_run != run_id:
             return "not_active"
@@ -133,37 +134,38 @@ class AgentRunner:
 
     def _limit_reached(self, state: RunState) -> str | None:
         limit = state.settings.get("max_iterations", self.settings.max_iterations)
-        if isinstance(limit, int) and len(state.of_run("AssistantTurnRecorded")) >= limit:
+        if isinstance(limit, int) and state.turns >= limit:
             return "max_iterations"
         budget = state.settings.get("token_budget")
-        if isinstance(budget, int) and state.tokens_used() >= budget:
+        if isinstance(budget, int) and state.ledger.tokens_used >= budget:
             return "token_budget"
         return None
 
     async def _maybe_reboot(self, state: RunState) -> None:
-        stalled = iterations_without_progress(state.log)
+        stalled = state.ledger.stalled_turns
         if stalled >= self.settings.reboot_after:
             await state.record(
                 self.sessions.request_reboot, state.session_id, list(REBOOT_QUESTIONS), stalled
             )
 
     async def _request(self, state: RunState) -> ModelRequest:
-        frame = self.frame(state.settings)
-        request = build_request(state.log, frame)
-        estimate = estimate_tokens(request, self.counter.count)
+        assert state.context is not None
+        request, estimate = state.context.request_and_estimate()
         if not needs_compaction(estimate, self.settings.context_window):
             return request
-        turns = state.find("AssistantTurnRecorded")
-        if len(turns) < 2:
+        through = state.ledger.last_turn_version - 1
+        if through <= 1:
             return request  # nothing older than the newest turn to fold away
-        through = turns[-1].originator_version - 1
-        summary = await self._summarize(state, through, frame)
-        compacted = build_request(state.log, frame, compaction=(summary, through))
-        after = estimate_tokens(compacted, self.counter.count)
+        summary = await self._summarize(state, through, state.context.frame)
+        measure = ContextBuilder(state.context.frame, self.counter.count)
+        for e in state.log:
+            measure.apply(e)
+        measure.compact(summary, through)
+        after = measure.request_and_estimate()[1]
         await state.record(
             self.sessions.record_compaction, state.session_id, summary, through, estimate, after
         )
-        return build_request(state.log, frame)
+        return state.context.request()
 
     async def _summarize(self, state: RunState, through: int, frame: ContextFrame) -> str:
         history = fold_messages([e for e in state.log if e.originator_version <= through])

@@ -22,7 +22,6 @@ from domain.policies import (
     STRIKE_LIMIT,
     SUMMARY_LIMIT,
     error_signature,
-    strike_due,
     summarize_output,
 )
 
@@ -70,10 +69,9 @@ class ToolCalls:
         """
         for use in state.last_turn_tool_uses():
             tool_use_id = str(use["id"])
-            if state.find("ToolResultRecorded", tool_use_id=tool_use_id):
+            if tool_use_id in state.ledger.results:
                 continue
-            requested = state.find("ToolCallRequested", tool_use_id=tool_use_id)
-            if not requested:
+            if tool_use_id not in state.ledger.requested:
                 if await self._request(state, use) == "suspended":
                     return "suspended"
                 continue
@@ -111,12 +109,11 @@ class ToolCalls:
 
     async def _resume(self, state: RunState, tool_use_id: str, recovering: bool) -> Outcome:
         """A requested call without a result: answered, still waiting, or interrupted."""
-        asked = state.find("ConfirmationRequested", tool_use_id=tool_use_id)
-        if asked:
-            answers = state.find("ConfirmationGiven", action_id=asked[-1].action_id)  # type: ignore[attr-defined]
-            if not answers:
+        asked = state.ledger.confirmations.get(tool_use_id)
+        if asked is not None:
+            answer = state.ledger.answers.get(asked.__dict__["action_id"])
+            if answer is None:
                 return "suspended"
-            answer = answers[-1]
             if not answer.approved:  # type: ignore[attr-defined]
                 feedback = answer.feedback or "no reason given"  # type: ignore[attr-defined]
                 await state.record(
@@ -126,8 +123,8 @@ class ToolCalls:
                 )  # fmt: skip
                 return "done"
             if not recovering:
-                requested = state.find("ToolCallRequested", tool_use_id=tool_use_id)[-1]
-                await self._execute(state, tool_use_id, requested.tool, requested.args)  # type: ignore[attr-defined]
+                requested = state.ledger.requested[tool_use_id].__dict__
+                await self._execute(state, tool_use_id, requested["tool"], requested["args"])
                 return "done"
         await state.record(
             state.sessions.record_tool_result,
@@ -173,7 +170,7 @@ class ToolCalls:
             state.sessions.record_tool_result,
             state.session_id, tool_use_id, "error", error, error=error, duration_ms=duration_ms,
         )  # fmt: skip
-        failures = strike_due(state.log, tool, error)
+        failures = state.ledger.failures_of(tool, error)
         if failures >= STRIKE_LIMIT:
             await state.record(
                 state.sessions.record_strike,

@@ -2,18 +2,21 @@
 
 Frozen system prompt and tool list first; then the conversation folded from events
 (or, after a `ContextCompacted`, its summary and what came after); the plan recited at
-the very end. Nothing earlier changes from one step to the next, so the prompt prefix
-stays byte-identical and the vendor's prompt cache keeps working.
+the very end, as a message of its own. Nothing earlier changes from one step to the
+next, so the prompt prefix stays byte-identical and the vendor's prompt cache keeps
+working. (Consecutive user messages are fine: the Messages API joins them.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from eventsourcing.domain import AggregateEvent
 
 from domain.conversation import (
+    PER_MESSAGE_OVERHEAD,
     ContentBlock,
     Message,
     ModelRequest,
@@ -23,6 +26,7 @@ from domain.conversation import (
     ToolResultBlock,
     ToolSpec,
     ToolUseBlock,
+    message_text,
 )
 from domain.policies import STRIKE_NOTICE
 
@@ -50,36 +54,115 @@ def build_request(
 
     `compaction` overrides the log's newest `ContextCompacted` (to measure one first).
     """
-    messages = fold_messages(events, compaction)
-    plan = current_plan(events)
-    if plan:
-        messages = _recite(messages, plan)
-    return ModelRequest(
-        system=frame.system,
-        tools=frame.tools,
-        messages=tuple(_mark_stable(messages)),
-        model=frame.model,
-        max_tokens=frame.max_tokens,
-        thinking_budget=frame.thinking_budget,
-    )
+    builder = ContextBuilder(frame)
+    for e in events:
+        builder.apply(e)
+    if compaction is not None:
+        builder.compact(*compaction)
+    return builder.request()
 
 
 def fold_messages(
     events: Sequence[AggregateEvent], compaction: Compaction | None = None
 ) -> list[Message]:
-    """The conversation as alternating user / assistant messages."""
-    compaction = compaction or latest_compaction(events)
-    boundary = compaction[1] if compaction else 0
-    turns: list[tuple[Role, list[ContentBlock]]] = []
-    if compaction:
-        text = f"[Summary of the conversation so far]\n{compaction[0]}"
-        turns.append(("user", [TextBlock(text)]))
+    """The conversation as alternating user / assistant messages (no plan, no marks)."""
+    builder = ContextBuilder(ContextFrame("", ()))
     for e in events:
-        if e.originator_version > boundary:
-            turn = _turn_of(e)
-            if turn is not None:
-                turns.append(turn)
-    return _merge(turns)
+        builder.apply(e)
+    if compaction is not None:
+        builder.compact(*compaction)
+    return builder.conversation()
+
+
+class ContextBuilder:
+    """`build_request` kept up to date one event at a time.
+
+    Each event becomes content once and each message is rebuilt only when it grows,
+    so a step costs the same late in a long session as early on. Token estimates are
+    kept per message for the same reason.
+    """
+
+    def __init__(self, frame: ContextFrame, count: Callable[[str], int] = len) -> None:
+        self.frame = frame
+        self._count = count
+        self._events: list[AggregateEvent] = []
+        self._turns: list[tuple[Role, list[ContentBlock]]] = []  # merged, in order
+        self._messages: list[Message] = []  # one per turn, valid below `_dirty`
+        self._tokens: list[int] = []
+        self._dirty = 0
+        self._plan: list[dict[str, str]] = []
+        tools = json.dumps([_tool_json(t) for t in frame.tools], sort_keys=True)
+        self._frame_tokens = count(frame.system) + count(tools)
+
+    def apply(self, e: AggregateEvent) -> None:
+        self._events.append(e)
+        kind = type(e).__name__
+        if kind == "PlanUpdated":
+            self._plan = list(e.items)  # type: ignore[attr-defined]
+        elif kind == "ContextCompacted":
+            self.compact(e.summary, e.through_version)  # type: ignore[attr-defined]
+        else:
+            self._add(_turn_of(e))
+
+    def compact(self, summary: str, through_version: int) -> None:
+        """Start again from the summary and what came after `through_version`."""
+        self._turns, self._messages, self._tokens, self._dirty = [], [], [], 0
+        self._add(("user", [TextBlock(f"[Summary of the conversation so far]\n{summary}")]))
+        for e in self._events:
+            if e.originator_version > through_version:
+                self._add(_turn_of(e))
+
+    def conversation(self) -> list[Message]:
+        for role, blocks in self._turns[self._dirty :]:
+            message = _message(role, blocks)
+            self._messages.append(message)
+            self._tokens.append(self._count(message_text(message)) + PER_MESSAGE_OVERHEAD)
+        self._dirty = len(self._turns)
+        return list(self._messages)
+
+    def request(self) -> ModelRequest:
+        return self.request_and_estimate()[0]
+
+    def request_and_estimate(self) -> tuple[ModelRequest, int]:
+        """The next request, and an estimate of its input tokens."""
+        messages = _mark_stable(self.conversation())
+        estimate = self._frame_tokens + sum(self._tokens)
+        if self._plan:
+            recitation = Message("user", (TextBlock(plan_recitation(self._plan)),))
+            messages.append(recitation)
+            estimate += self._count(message_text(recitation)) + PER_MESSAGE_OVERHEAD
+        request = ModelRequest(
+            system=self.frame.system,
+            tools=self.frame.tools,
+            messages=tuple(messages),
+            model=self.frame.model,
+            max_tokens=self.frame.max_tokens,
+            thinking_budget=self.frame.thinking_budget,
+        )
+        return request, estimate
+
+    def _add(self, turn: tuple[Role, list[ContentBlock]] | None) -> None:
+        if turn is None:
+            return
+        role, blocks = turn
+        if self._turns and self._turns[-1][0] == role:
+            self._turns[-1][1].extend(blocks)
+        else:
+            self._turns.append((role, list(blocks)))
+        index = len(self._turns) - 1
+        if index < self._dirty:
+            self._dirty = index
+            del self._messages[index:], self._tokens[index:]
+
+
+def _tool_json(tool: ToolSpec) -> dict[str, object]:
+    return {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
+
+
+def _message(role: Role, blocks: list[ContentBlock]) -> Message:
+    if role == "user":  # tool results must come first in a user message
+        blocks = sorted(blocks, key=lambda b: not isinstance(b, ToolResultBlock))
+    return Message(role, tuple(blocks))
 
 
 def latest_compaction(events: Sequence[AggregateEvent]) -> Compaction | None:
@@ -142,22 +225,6 @@ def _tool_result(e: AggregateEvent) -> ToolResultBlock:
     return ToolResultBlock(e.tool_use_id, content, is_error=True)  # type: ignore[attr-defined]
 
 
-def _merge(turns: list[tuple[Role, list[ContentBlock]]]) -> list[Message]:
-    """Join consecutive turns of one role; tool results go first in a user message."""
-    merged: list[tuple[Role, list[ContentBlock]]] = []
-    for role, blocks in turns:
-        if merged and merged[-1][0] == role:
-            merged[-1][1].extend(blocks)
-        else:
-            merged.append((role, list(blocks)))
-    messages = []
-    for role, blocks in merged:
-        if role == "user":
-            blocks.sort(key=lambda b: not isinstance(b, ToolResultBlock))  # stable
-        messages.append(Message(role, tuple(blocks)))
-    return messages
-
-
 def current_plan(events: Sequence[AggregateEvent]) -> list[dict[str, str]]:
     for e in reversed(events):
         if type(e).__name__ == "PlanUpdated":
@@ -176,21 +243,13 @@ def plan_recitation(plan: list[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def _recite(messages: list[Message], plan: list[dict[str, str]]) -> list[Message]:
-    recitation = TextBlock(plan_recitation(plan))
-    if messages and messages[-1].role == "user":
-        last = messages[-1]
-        return [*messages[:-1], Message("user", (*last.content, recitation))]
-    return [*messages, Message("user", (recitation,))]
-
-
 def _mark_stable(messages: list[Message]) -> list[Message]:
-    """A cache breakpoint on the newest message that the next request repeats unchanged.
+    """A cache breakpoint on the newest message of the conversation.
 
-    The last message changes next time (the recitation moves on), so the breakpoint
-    goes on the one before it.
+    The next request repeats it unchanged (the plan recitation, which changes, is a
+    message of its own after it), so the prefix up to here is read from the cache.
     """
-    if len(messages) < 2:
+    if not messages:
         return messages
-    stable = messages[-2]
-    return [*messages[:-2], Message(stable.role, stable.content, True), messages[-1]]
+    last = messages[-1]
+    return [*messages[:-1], Message(last.role, last.content, True)]

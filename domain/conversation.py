@@ -166,6 +166,11 @@ def _block_text(block: ContentBlock) -> str:
             assert_never(block)
 
 
+def message_text(message: Message) -> str:
+    """A message flattened for counting: its role, then its blocks."""
+    return "\n".join([message.role, *(_block_text(b) for b in message.content)])
+
+
 def request_text(request: ModelRequest) -> str:
     """The request flattened to one string, in a fixed order, for counting."""
     tools = [

@@ -208,18 +208,18 @@ def test_strikes_and_reboots_reach_the_model_after_the_results(session: Session)
     assert isinstance(reboot, TextBlock) and "1. Where am I?\n2. What is the goal?" in reboot.text
 
 
-def test_the_newest_plan_is_recited_as_the_last_block_of_the_last_message(
-    session: Session,
-) -> None:
+def test_the_newest_plan_is_recited_in_a_last_message_of_its_own(session: Session) -> None:
     session.user("Plan it.")
     session.start_run()
     session.plan(("Search", "in_progress"), ("Write", "pending"))
     session.call("t1", "q", "results")
     session.plan(("Search", "done"), ("Write", "in_progress"))
     request = session.request()
-    last = request.messages[-1]
-    assert last.role == "user" and last.content[0] == ToolResultBlock("t1", "results")
-    recitation = last.content[-1]
+    conversation_end, last = request.messages[-2], request.messages[-1]
+    assert conversation_end.role == "user"
+    assert conversation_end.content[0] == ToolResultBlock("t1", "results")
+    assert last.role == "user" and len(last.content) == 1
+    recitation = last.content[0]
     assert isinstance(recitation, TextBlock)
     assert recitation.text.splitlines()[:3] == [
         "[Current plan: 1/2 done]",
@@ -246,18 +246,18 @@ def test_without_a_plan_nothing_is_recited(session: Session) -> None:
     assert RECITATION not in texts_of(session.request())
 
 
-def test_exactly_one_message_breakpoint_sits_on_the_second_to_last_message(
+def test_exactly_one_breakpoint_sits_on_the_newest_message_of_the_conversation(
     session: Session,
 ) -> None:
     session.user("Go.")
-    assert not any(m.cache_breakpoint for m in session.request().messages)
+    assert [m.cache_breakpoint for m in session.request().messages] == [True]
     session.start_run()
     session.plan(("Search", "in_progress"))
     for n in range(3):
         session.call(f"t{n}", f"q{n}", f"result {n}")
         messages = session.request().messages
         marked = [i for i, m in enumerate(messages) if m.cache_breakpoint]
-        assert marked == [len(messages) - 2]
+        assert marked == [len(messages) - 2]  # the recitation after it is not cached
         wire = to_wire(session.request(), model="m", max_tokens=1000)
         on_wire = [
             (i, j)
