@@ -27,12 +27,15 @@ from adapters.nats.relay import Relay
 from adapters.nats.stream import EventStream
 from adapters.postgres.eventstore import eventstore_env
 from adapters.settings import Settings
+from application.accounts import AccountService
 from application.bridge import SyncBridge
+from application.manual_tools import ManualTools
 from application.ports import LLM, BlobStore, DeltaSink, LLMNotConfigured
 from application.runner import AgentRunner, EngineSettings
 from application.runs import RunScheduler
 from application.sessions import SessionService
 from application.tools.registry import ToolRegistry
+from projections.confirmations import ConfirmationsView
 from projections.runner import ProjectionRunner
 from projections.sessions import SessionsView
 from projections.view import TRACKING_TABLE, ProjectionError, View
@@ -52,6 +55,7 @@ class Container:
     views: dict[str, View]
     checkpoints: PostgresTrackingRecorder
     bridge: SyncBridge
+    accounts: AccountService
 
     @property
     def recorder(self) -> PostgresApplicationRecorder:
@@ -62,6 +66,7 @@ class Container:
     def close(self) -> None:
         self.bridge.close()
         self.sessions.close()
+        self.accounts.close()
 
 
 def build(settings: Settings, *, database_url: str, nats_url: str) -> Container:
@@ -73,13 +78,25 @@ def build(settings: Settings, *, database_url: str, nats_url: str) -> Container:
     factory = sessions.factory
     assert isinstance(factory, PostgresFactory)
     views: dict[str, View] = {
-        v.name: v for v in (SessionsView(factory.datastore), WorkingMemoryView(factory.datastore))
+        v.name: v
+        for v in (
+            SessionsView(factory.datastore),
+            WorkingMemoryView(factory.datastore),
+            ConfirmationsView(factory.datastore),
+        )
     }
     checkpoints = PostgresTrackingRecorder(factory.datastore, tracking_table_name=TRACKING_TABLE)
     for recorder in (*views.values(), checkpoints):
         recorder.create_table()
     bridge = SyncBridge(settings.thread_pool_size)
-    return Container(settings, database_url, nats_url, sessions, views, checkpoints, bridge)
+    accounts = AccountService(
+        env=eventstore_env(database_url, pool_size=2, max_overflow=settings.db_max_overflow),
+        jwt_secret=settings.signing_secret(),
+        access_ttl=settings.access_ttl,
+    )
+    return Container(
+        settings, database_url, nats_url, sessions, views, checkpoints, bridge, accounts
+    )
 
 
 @dataclass
@@ -174,6 +191,7 @@ class Engine:
     runner: AgentRunner
     scheduler: RunScheduler
     blobs: BlobStore
+    manual: ManualTools
 
 
 def build_engine(
@@ -201,7 +219,9 @@ def build_engine(
             max_iterations=s.max_iterations,
         ),
     )
-    return Engine(runner, RunScheduler(runner, container.sessions, container.bridge), blobs)
+    manual = ManualTools(runner.tool_calls, container.sessions, container.bridge)
+    scheduler = RunScheduler(runner, container.sessions, container.bridge, manual)
+    return Engine(runner, scheduler, blobs, manual)
 
 
 async def recover_runs(container: Container, engine: Engine, *, timeout: float = 30.0) -> int:

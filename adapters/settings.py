@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -42,6 +43,11 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "the model's context window; the context is compacted at 70% of it",
     ),
     "TOKENDANCE_MAX_ITERATIONS": ("30", "model turns per run before it ends"),
+    "TOKENDANCE_JWT_SECRET": (
+        "(unset: a random secret kept in the data directory)",
+        "signs access and refresh tokens; at least 32 bytes; the same on every API process",
+    ),
+    "TOKENDANCE_ACCESS_TTL": ("3600", "seconds an access token is valid"),
 }
 
 
@@ -67,6 +73,8 @@ class Settings:
     max_tokens: int = int(_default("TOKENDANCE_MAX_TOKENS"))
     context_window: int = int(_default("TOKENDANCE_CONTEXT_WINDOW"))
     max_iterations: int = int(_default("TOKENDANCE_MAX_ITERATIONS"))
+    jwt_secret: str | None = None
+    access_ttl: int = int(_default("TOKENDANCE_ACCESS_TTL"))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -91,11 +99,26 @@ class Settings:
             max_tokens=_int(get("TOKENDANCE_MAX_TOKENS"), "TOKENDANCE_MAX_TOKENS"),
             context_window=_int(get("TOKENDANCE_CONTEXT_WINDOW"), "TOKENDANCE_CONTEXT_WINDOW"),
             max_iterations=_int(get("TOKENDANCE_MAX_ITERATIONS"), "TOKENDANCE_MAX_ITERATIONS"),
+            jwt_secret=env.get("TOKENDANCE_JWT_SECRET") or None,
+            access_ttl=_int(get("TOKENDANCE_ACCESS_TTL"), "TOKENDANCE_ACCESS_TTL"),
         )
 
     def override(self, **changes: object) -> Settings:
         """A copy with the given fields replaced; `None` values leave a field as it is."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})  # type: ignore[arg-type]
+
+    def signing_secret(self) -> str:
+        """The JWT secret: the configured one, or one made once and kept in the data dir."""
+        if self.jwt_secret:
+            if len(self.jwt_secret.encode()) < 32:
+                raise SystemExit("TOKENDANCE_JWT_SECRET must be at least 32 bytes")
+            return self.jwt_secret
+        path = self.data_dir / "jwt-secret"
+        if not path.exists():
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            path.write_text(secrets.token_urlsafe(48))
+            path.chmod(0o600)
+        return path.read_text().strip()
 
     @property
     def thread_pool_size(self) -> int:

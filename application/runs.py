@@ -16,8 +16,10 @@ from collections.abc import Iterable
 from uuid import UUID
 
 from application.bridge import SyncBridge
+from application.manual_tools import ManualTools
 from application.runner import AgentRunner, RunEnd
 from application.sessions import Receipt, SessionService
+from domain.context import MANUAL_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -27,10 +29,17 @@ STOP_GRACE = 1.0  # seconds a cancelled run may take to unwind before the stop i
 class RunScheduler:
     """Owns the asyncio tasks that drive runs."""
 
-    def __init__(self, runner: AgentRunner, sessions: SessionService, bridge: SyncBridge) -> None:
+    def __init__(
+        self,
+        runner: AgentRunner,
+        sessions: SessionService,
+        bridge: SyncBridge,
+        manual: ManualTools | None = None,
+    ) -> None:
         self.runner = runner
         self.sessions = sessions
         self.bridge = bridge
+        self.manual = manual
         self._tasks: dict[UUID, asyncio.Task[RunEnd]] = {}
 
     async def send_message(
@@ -54,9 +63,14 @@ class RunScheduler:
         self, session_id: UUID, action_id: str, approved: bool, feedback: str | None, by: str
     ) -> Receipt:
         """Answer a pending confirmation; the run goes on once nothing else is pending."""
+        before = await self.bridge(self.sessions.get_session, session_id)
+        tool_use_id = before.pending_confirmations.get(action_id, "")
         receipt = await self.bridge(
             self.sessions.give_confirmation, session_id, action_id, approved, feedback, by
         )
+        if tool_use_id.startswith(MANUAL_PREFIX) and self.manual is not None:
+            await self.manual.resume(session_id, tool_use_id)  # a person's call, not a run's
+            return receipt
         session = await self.bridge(self.sessions.get_session, session_id)
         if session.active_run is not None and not session.pending_confirmations:
             self._spawn(session_id, session.active_run)

@@ -221,6 +221,9 @@ class SessionService(Application[UUID]):
     ) -> Receipt:
         return self._change(session_id, lambda s: s.rename(title), expected_version)
 
+    def complete_session(self, session_id: UUID) -> Receipt:
+        return self._change(session_id, lambda s: s.complete())
+
     def archive_session(self, session_id: UUID) -> Receipt:
         return self._change(session_id, lambda s: s.archive())
 

@@ -72,14 +72,14 @@ class ToolCalls:
             if tool_use_id in state.ledger.results:
                 continue
             if tool_use_id not in state.ledger.requested:
-                if await self._request(state, use) == "suspended":
+                if await self.request(state, use) == "suspended":
                     return "suspended"
                 continue
-            if await self._resume(state, tool_use_id, recovering) == "suspended":
+            if await self.resume(state, tool_use_id, recovering) == "suspended":
                 return "suspended"
         return "done"
 
-    async def _request(self, state: RunState, use: dict[str, object]) -> Outcome:
+    async def request(self, state: RunState, use: dict[str, object]) -> Outcome:
         tool_use_id, name = str(use["id"]), str(use["name"])
         raw_args = use["input"] if isinstance(use["input"], dict) else {}
         try:
@@ -107,7 +107,7 @@ class ToolCalls:
         await self._execute(state, tool_use_id, name, raw_args)
         return "done"
 
-    async def _resume(self, state: RunState, tool_use_id: str, recovering: bool) -> Outcome:
+    async def resume(self, state: RunState, tool_use_id: str, recovering: bool) -> Outcome:
         """A requested call without a result: answered, still waiting, or interrupted."""
         asked = state.ledger.confirmations.get(tool_use_id)
         if asked is not None:

@@ -30,6 +30,7 @@ from domain.conversation import (
 )
 from domain.policies import STRIKE_NOTICE
 
+MANUAL_PREFIX = "manual_"  # tool calls a person made by hand, outside any model turn
 PLAN_MARKS = {"done": "[x]", "in_progress": "[~]", "pending": "[ ]", "skipped": "[-]"}
 
 
@@ -182,8 +183,14 @@ def _turn_of(e: AggregateEvent) -> tuple[Role, list[ContentBlock]] | None:
     if kind == "AssistantTurnRecorded":
         blocks = [content_block(b) for b in e.content]  # type: ignore[attr-defined]
         return ("assistant", blocks) if blocks else None
+    if kind == "ToolCallRequested" and e.tool_use_id.startswith(MANUAL_PREFIX):  # type: ignore[attr-defined]
+        args = json.dumps(e.args, sort_keys=True, ensure_ascii=False)  # type: ignore[attr-defined]
+        return "user", [TextBlock(f"[The user ran the tool {e.tool} with {args}]")]  # type: ignore[attr-defined]
     if kind == "ToolResultRecorded":
-        return "user", [_tool_result(e)]
+        result = _tool_result(e)
+        if result.tool_use_id.startswith(MANUAL_PREFIX):  # no model turn asked for it
+            return "user", [TextBlock(f"[Result of the user's tool call]\n{result.content}")]
+        return "user", [result]
     if kind == "StrikeRecorded":
         notice = STRIKE_NOTICE.format(
             tool=e.tool,  # type: ignore[attr-defined]

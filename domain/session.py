@@ -412,6 +412,17 @@ class AgentSession(Aggregate):
     def _renamed(self, title: str) -> None:
         self.title = title
 
+    def complete(self, reason: str = "marked complete by the user") -> None:
+        """The user says the task is done; a run still going is stopped first."""
+        self._check_open()
+        if self.active_run is not None:
+            self.stop(reason)
+        self._completed(reason)
+
+    @event("SessionCompleted")
+    def _completed(self, reason: str) -> None:
+        self.status = "completed"
+
     def archive(self) -> None:
         self._check_open()
         self._archived()

@@ -101,6 +101,7 @@ class SessionsView(View):
         "RunStopped": lambda e: ("status = 'stopped', active_run = NULL", ()),
         "SessionRenamed": lambda e: ("title = %s", (e.title,)),  # type: ignore[attr-defined]
         "SessionArchived": lambda e: ("archived = true", ()),
+        "SessionCompleted": lambda e: ("status = 'completed'", ()),
     }
 
     def apply_event(self, curs: Cursor[DictRow], event: Event) -> None:

@@ -6,14 +6,36 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from litestar import Litestar, get
+from litestar import Litestar
+from litestar.di import Provide
+from litestar.middleware import DefineMiddleware
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.spec import Components, SecurityScheme
 
 from adapters.bootstrap import Container, Engine, Services, recover_runs
-from schemas.health import Health, ProjectionHealth, RelayHealth
+from adapters.http.api import Api
+from adapters.http.auth import PUBLIC, BearerTokenAuthentication
+from adapters.http.auth_routes import AuthController, WorkspaceController
+from adapters.http.chat import ChatController
+from adapters.http.errors import EXCEPTION_HANDLERS
+from adapters.http.ops import OpsController
+from adapters.http.session_stream import HitlController, StreamController
+from adapters.http.sessions import SessionController
+from adapters.http.tools import ToolController
+from adapters.nats.session_feed import SessionFeed
+
+MAX_BODY = 2 * 1024 * 1024  # a 1 MiB message plus its JSON envelope fits; more is refused
 
 
 def create_app(container: Container, services: Services, engine: Engine) -> Litestar:
     """The HTTP API over a built container; background services run with the app."""
+    feed = SessionFeed(
+        sessions=container.sessions,
+        bridge=container.bridge,
+        connection=lambda: services.nats,
+        stream=container.settings.nats_stream,
+    )
+    api = Api(container, services, engine, container.accounts, feed)
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
@@ -28,38 +50,30 @@ def create_app(container: Container, services: Services, engine: Engine) -> Lite
             )  # runs stay active in the log; the next start resumes them
             await services.stop()
 
-    @get("/health")
-    async def health() -> Health:
-        return await health_report(container, services)
-
-    return Litestar(route_handlers=[health], lifespan=[lifespan])
-
-
-async def health_report(container: Container, services: Services) -> Health:
-    head = await container.bridge(container.recorder.max_notification_id) or 0
-    relay = services.relay
-    relay_health = (
-        RelayHealth(
-            active=relay.is_leader, position=relay.position, lag=max(head - relay.position, 0)
-        )
-        if relay is not None
-        else None
+    app = Litestar(
+        route_handlers=[
+            OpsController,
+            AuthController,
+            WorkspaceController,
+            SessionController,
+            StreamController,
+            ChatController,
+            HitlController,
+            ToolController,
+        ],
+        dependencies={"api": Provide(lambda: api, sync_to_thread=False)},
+        middleware=[DefineMiddleware(BearerTokenAuthentication, exclude=PUBLIC)],
+        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        lifespan=[lifespan],
+        request_max_body_size=MAX_BODY,
+        openapi_config=OpenAPIConfig(
+            title="TokenDance",
+            version="1.0.0",
+            components=Components(
+                security_schemes={"BearerToken": SecurityScheme(type="http", scheme="bearer")}
+            ),
+            security=[{"BearerToken": []}],
+        ),
     )
-    projections = []
-    for name, runner in services.runners.items():
-        position = await container.bridge(runner.view.position)
-        projections.append(
-            ProjectionHealth(
-                name=name,
-                position=position,
-                lag=max(head - position, 0),
-                error=str(runner.error) if runner.error else None,
-            )
-        )
-    failed = any(p.error for p in projections)
-    return Health(
-        status="degraded" if failed else "ok",
-        head=head,
-        relay=relay_health,
-        projections=projections,
-    )
+    app.state.api = api
+    return app

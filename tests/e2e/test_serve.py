@@ -53,7 +53,11 @@ def test_serve_starts_everything_answers_health_and_stops_cleanly(data_root: Pat
         assert health is not None and health.status_code == 200
         body = health.json()
         assert body["status"] == "ok"
-        assert [p["name"] for p in body["projections"]] == ["sessions", "working_memory"]
+        assert [p["name"] for p in body["projections"]] == [
+            "sessions",
+            "working_memory",
+            "confirmations",
+        ]
         postgres_pid = int((data_dir / "postgres" / "postmaster.pid").read_text().split()[0])
     finally:
         server.send_signal(signal.SIGTERM)

@@ -1,0 +1,43 @@
+"""Who is calling: a bearer access token on every request but the public ones."""
+
+from __future__ import annotations
+
+from litestar.connection import ASGIConnection
+from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
+
+from adapters.http.api import Api
+from adapters.http.errors import ApiError
+
+PUBLIC = [
+    "^/health$",
+    "^/readiness$",
+    "^/metrics$",
+    "^/schema",
+    "^/api/v1/auth/(register|login|refresh)$",
+]
+
+
+class BearerTokenAuthentication(AbstractAuthenticationMiddleware):
+    """Sets `request.user` to the caller's `Principal`; 401 without a valid token.
+
+    Browsers' EventSource cannot send headers, so the SSE stream also takes the token
+    as an `access_token` query parameter.
+    """
+
+    async def authenticate_request(
+        self, connection: ASGIConnection[object, object, object, object]
+    ) -> AuthenticationResult:
+        scheme, _, token = connection.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            token = (
+                connection.query_params.get("access_token", "") if _is_stream(connection) else ""
+            )
+            if not token:
+                raise ApiError(401, "a bearer access token is required", "UNAUTHORIZED")
+        api: Api = connection.app.state.api
+        principal = await api.call(api.accounts.authenticate, token.strip())
+        return AuthenticationResult(user=principal, auth=token)
+
+
+def _is_stream(connection: ASGIConnection[object, object, object, object]) -> bool:
+    return connection.method == "GET" and connection.url.path.endswith("/stream")

@@ -1,0 +1,90 @@
+"""Accounts: register, login, refresh, logout; the caller's workspaces."""
+
+from __future__ import annotations
+
+from litestar import Controller, Request, get, post
+from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
+
+from adapters.http.api import Api
+from application.accounts import Principal
+from schemas.api import (
+    LoginBody,
+    RefreshBody,
+    RegisterBody,
+    RegisterOut,
+    TokenOut,
+    WorkspaceBody,
+    WorkspaceOut,
+)
+
+
+def _tokens(pair: object) -> TokenOut:
+    return TokenOut(
+        access_token=pair.access_token,  # type: ignore[attr-defined]
+        token_type=pair.token_type,  # type: ignore[attr-defined]
+        expires_in=pair.expires_in,  # type: ignore[attr-defined]
+        refresh_token=pair.refresh_token,  # type: ignore[attr-defined]
+    )
+
+
+class AuthController(Controller):
+    path = "/api/v1/auth"
+    tags = ["auth"]
+
+    @post("/register", status_code=HTTP_201_CREATED)
+    async def register(self, data: RegisterBody, api: Api) -> RegisterOut:
+        done = await api.call(api.accounts.register, data.email, data.password, data.name)
+        return RegisterOut(
+            user_id=done.user_id,
+            email=data.email.strip().lower(),
+            name=data.name,
+            organization_id=done.organization_id,
+            workspace_id=done.workspace_id,
+        )
+
+    @post("/login")
+    async def login(self, data: LoginBody, api: Api) -> TokenOut:
+        return _tokens(await api.call(api.accounts.login, data.email, data.password))
+
+    @post("/refresh")
+    async def refresh(self, data: RefreshBody, api: Api) -> TokenOut:
+        return _tokens(await api.call(api.accounts.refresh, data.refresh_token))
+
+    @post("/logout", status_code=HTTP_204_NO_CONTENT)
+    async def logout(self, request: Request[Principal, str, object], api: Api) -> None:
+        await api.call(api.accounts.logout, request.auth)
+
+
+class WorkspaceController(Controller):
+    path = "/api/v1/workspaces"
+    tags = ["workspaces"]
+
+    @get("/")
+    async def list_workspaces(
+        self, request: Request[Principal, str, object], api: Api
+    ) -> list[WorkspaceOut]:
+        found = await api.call(api.accounts.workspaces_of, request.user.user_id)
+        return [_workspace(w) for w in found]
+
+    @post("/", status_code=HTTP_201_CREATED)
+    async def create_workspace(
+        self, data: WorkspaceBody, request: Request[Principal, str, object], api: Api
+    ) -> WorkspaceOut:
+        created = await api.call(
+            api.accounts.create_workspace,
+            request.user.user_id,
+            data.name,
+            organization_id=data.organization_id,
+            team_id=data.team_id,
+        )
+        return _workspace(created)
+
+
+def _workspace(w: object) -> WorkspaceOut:
+    return WorkspaceOut(
+        id=w.workspace_id,  # type: ignore[attr-defined]
+        name=w.name,  # type: ignore[attr-defined]
+        organization_id=w.organization_id,  # type: ignore[attr-defined]
+        team_id=w.team_id,  # type: ignore[attr-defined]
+        role=w.role,  # type: ignore[attr-defined]
+    )

@@ -1,0 +1,107 @@
+"""Every error a client can see, as `{detail, error_code, timestamp}` with the right status."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+from litestar import MediaType, Request, Response
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
+
+from domain.errors import (
+    Conflict,
+    DomainError,
+    InvalidCommand,
+    MessageTooLarge,
+    NotFound,
+)
+
+log = logging.getLogger(__name__)
+
+CODES_BY_STATUS = {
+    400: "VALIDATION_ERROR",
+    401: "UNAUTHORIZED",
+    403: "FORBIDDEN",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    409: "CONFLICT",
+    413: "PAYLOAD_TOO_LARGE",
+    415: "UNSUPPORTED_MEDIA_TYPE",
+    422: "VALIDATION_ERROR",
+    429: "RATE_LIMITED",
+    500: "INTERNAL_ERROR",
+    503: "UNAVAILABLE",
+}
+
+
+class ApiError(HTTPException):
+    """An error raised by the HTTP layer itself, with its own code."""
+
+    def __init__(
+        self, status_code: int, detail: str, code: str | None = None, **headers: str
+    ) -> None:
+        super().__init__(detail=detail, status_code=status_code, headers=headers or None)
+        self.code = code or CODES_BY_STATUS.get(status_code, "ERROR")
+
+
+def error_response(
+    status: int, detail: str, code: str, headers: dict[str, str] | None = None
+) -> Response[dict[str, str]]:
+    body = {"detail": detail, "error_code": code, "timestamp": datetime.now(UTC).isoformat()}
+    return Response(body, status_code=status, media_type=MediaType.JSON, headers=headers)
+
+
+def status_of(error: DomainError) -> int:
+    """The HTTP status of a domain error (auth errors carry their own)."""
+    status = getattr(error, "http_status", None)
+    if isinstance(status, int):
+        return status
+    if isinstance(error, NotFound):
+        return 404
+    if isinstance(error, MessageTooLarge):
+        return 413
+    if isinstance(error, Conflict | InvalidCommand):
+        return 409
+    return 400
+
+
+def on_domain_error(
+    _: Request[object, object, object], error: DomainError
+) -> Response[dict[str, str]]:
+    return error_response(status_of(error), str(error), error.code)
+
+
+def on_validation_error(
+    _: Request[object, object, object], error: ValidationException
+) -> Response[dict[str, str]]:
+    problems = error.extra if isinstance(error.extra, list) else []
+    named = [
+        f"{p.get('key') or p.get('source', 'body')}: {p.get('message', '')}".strip()
+        for p in problems
+        if isinstance(p, dict)
+    ]
+    detail = "; ".join(named) if named else str(error.detail)
+    return error_response(400, detail, "VALIDATION_ERROR")
+
+
+def on_http_error(
+    _: Request[object, object, object], error: HTTPException
+) -> Response[dict[str, str]]:
+    code = getattr(error, "code", None) or CODES_BY_STATUS.get(error.status_code, "ERROR")
+    return error_response(error.status_code, str(error.detail), code, dict(error.headers or {}))
+
+
+def on_unexpected(
+    request: Request[object, object, object], error: Exception
+) -> Response[dict[str, str]]:
+    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=error)
+    return error_response(HTTP_500_INTERNAL_SERVER_ERROR, "internal server error", "INTERNAL_ERROR")
+
+
+EXCEPTION_HANDLERS = {
+    DomainError: on_domain_error,
+    ValidationException: on_validation_error,
+    HTTPException: on_http_error,
+    Exception: on_unexpected,
+}

@@ -1,0 +1,257 @@
+"""HTTP bodies: what clients send and receive. New fields always get defaults."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+from uuid import UUID
+
+import msgspec
+from msgspec import Meta
+
+Title = Annotated[str, Meta(min_length=1, max_length=500)]
+Text = Annotated[str, Meta(min_length=1)]
+Name = Annotated[str, Meta(min_length=1, max_length=200)]
+Email = Annotated[str, Meta(min_length=3, max_length=254, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
+Password = Annotated[str, Meta(min_length=8, max_length=1024)]
+
+
+class Error(msgspec.Struct):
+    """Every 4xx and 5xx body."""
+
+    detail: str
+    error_code: str
+    timestamp: str
+
+
+# -- auth ---------------------------------------------------------------------
+
+
+class RegisterBody(msgspec.Struct, forbid_unknown_fields=True):
+    email: Email
+    password: Password
+    name: Name
+
+
+class RegisterOut(msgspec.Struct):
+    user_id: UUID
+    email: str
+    name: str
+    organization_id: UUID
+    workspace_id: UUID
+
+
+class LoginBody(msgspec.Struct, forbid_unknown_fields=True):
+    email: Email
+    password: Annotated[str, Meta(min_length=1, max_length=1024)]
+
+
+class RefreshBody(msgspec.Struct, forbid_unknown_fields=True):
+    refresh_token: Annotated[str, Meta(min_length=1, max_length=4096)]
+
+
+class TokenOut(msgspec.Struct):
+    access_token: str
+    token_type: str
+    expires_in: int
+    refresh_token: str
+
+
+class WorkspaceBody(msgspec.Struct, forbid_unknown_fields=True):
+    name: Name
+    organization_id: UUID | None = None
+    team_id: UUID | None = None
+
+
+class WorkspaceOut(msgspec.Struct):
+    id: UUID
+    name: str
+    organization_id: UUID
+    team_id: UUID
+    role: str
+
+
+# -- sessions -------------------------------------------------------------------
+
+Status = Literal["created", "running", "waiting", "completed", "error", "stopped"]
+ConfirmationPolicy = Literal["always", "risky", "never"]
+
+
+class SessionSettings(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    confirmation: ConfirmationPolicy = "risky"
+    allowed_tools: list[Annotated[str, Meta(min_length=1, max_length=100)]] | None = None
+    max_iterations: Annotated[int, Meta(ge=1, le=500)] | None = None
+    token_budget: Annotated[int, Meta(ge=1)] | None = None
+    model: Annotated[str, Meta(min_length=1, max_length=200)] | None = None
+
+
+class SessionCreate(msgspec.Struct, forbid_unknown_fields=True):
+    workspace_id: UUID
+    title: Title = "New session"
+    task_type: Annotated[str, Meta(min_length=1, max_length=50)] = "general"
+    settings: SessionSettings | None = None
+
+
+class SessionPatch(msgspec.Struct, forbid_unknown_fields=True):
+    title: Title | None = None
+    status: Literal["completed"] | None = None
+
+
+class Tokens(msgspec.Struct):
+    input: int
+    output: int
+    cache_read: int
+    cache_write: int
+
+
+class SessionOut(msgspec.Struct):
+    id: UUID
+    workspace_id: UUID
+    title: str
+    status: str
+    task_type: str
+    created_at: datetime
+    updated_at: datetime
+    version: int
+    message_count: int = 0
+    tool_call_count: int = 0
+    failure_count: int = 0
+    tokens: Tokens | None = None
+    active_run_id: UUID | None = None
+    details: SessionDetails | None = None
+
+
+class SessionDetails(msgspec.Struct):
+    owner_id: UUID
+    model: str
+    settings: dict[str, object]
+    parent_id: UUID | None
+    parent_version: int | None
+    pending_confirmations: list[str]
+
+
+class SessionPage(msgspec.Struct):
+    items: list[SessionOut]
+    total: int
+    limit: int
+    offset: int
+
+
+class MessageOut(msgspec.Struct):
+    version: int
+    role: Literal["user", "assistant"]
+    content: str
+    timestamp: datetime
+    thinking: str | None = None
+    tool_calls: list[dict[str, object]] | None = None
+
+
+class MessagePage(msgspec.Struct):
+    items: list[MessageOut]
+    total: int
+
+
+class ForkBody(msgspec.Struct, forbid_unknown_fields=True):
+    at_version: Annotated[int, Meta(ge=1)]
+
+
+# -- chat -----------------------------------------------------------------------
+
+
+class ChatMessage(msgspec.Struct, forbid_unknown_fields=True):
+    content: Annotated[str, Meta(min_length=1)]
+    attachments: list[Annotated[str, Meta(max_length=200)]] = msgspec.field(default_factory=list)
+
+
+class ConfirmBody(msgspec.Struct, forbid_unknown_fields=True):
+    action_id: Annotated[str, Meta(min_length=1, max_length=100)]
+    confirmed: bool
+    feedback: Annotated[str, Meta(max_length=10_000)] | None = None
+
+
+class HitlConfirmBody(msgspec.Struct, forbid_unknown_fields=True):
+    approved: bool
+    user_feedback: Annotated[str, Meta(max_length=10_000)] | None = None
+
+
+class ConfirmOut(msgspec.Struct):
+    request_id: str
+    approved: bool
+    user_feedback: str | None
+    responded_at: datetime
+    session_id: UUID
+
+
+class StopOut(msgspec.Struct):
+    session_id: UUID
+    status: str
+    version: int
+
+
+class Document(msgspec.Struct):
+    content: str
+    metadata: dict[str, object]
+
+
+class WorkingMemoryOut(msgspec.Struct):
+    session_id: UUID
+    task_plan: Document
+    findings: Document
+    progress: Document
+
+
+class HitlRequestOut(msgspec.Struct):
+    request_id: str
+    session_id: UUID
+    operation: str
+    description: str
+    context: dict[str, object]
+    created_at: datetime
+    status: Literal["pending", "approved", "rejected", "expired"] = "pending"
+    user_feedback: str | None = None
+    responded_at: datetime | None = None
+
+
+# -- audit --------------------------------------------------------------------
+
+
+class AuditEvent(msgspec.Struct):
+    version: int
+    type: str
+    timestamp: datetime
+    payload: dict[str, object]
+
+
+class AuditPage(msgspec.Struct):
+    items: list[AuditEvent]
+    next_after: int | None
+    limit: int
+
+
+# -- tools ----------------------------------------------------------------------
+
+
+class ToolOut(msgspec.Struct):
+    name: str
+    description: str
+    risky: bool
+
+
+class ToolSchemaOut(msgspec.Struct):
+    name: str
+    description: str
+    input_schema: dict[str, object]
+    risky: bool
+
+
+class ToolExecuteBody(msgspec.Struct, forbid_unknown_fields=True):
+    session_id: UUID
+    args: dict[str, object] = msgspec.field(default_factory=dict)
+
+
+class ToolExecuteOut(msgspec.Struct):
+    tool_call_id: str
+    status: str
+    result: str | None = None
+    error: str | None = None
+    action_id: str | None = None
