@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from typing import ParamSpec, TypeVar
 from uuid import UUID
 
+from litestar import Request
+from litestar.datastructures import State
+
 from adapters.bootstrap import Container, Engine, Services
 from adapters.nats.session_feed import SessionFeed
 from application.accounts import AccountService, Principal
@@ -18,6 +21,7 @@ from projections.sessions import SessionsView
 from projections.working_memory import WorkingMemoryView
 
 P = ParamSpec("P")
+Caller = Request[Principal, str, State]  # an authenticated request
 T = TypeVar("T")
 
 READ_YOUR_WRITES = 5.0  # seconds a handler waits for a read model to show its own write

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from litestar.connection import ASGIConnection
+from litestar.datastructures import State
 from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
 
 from adapters.http.api import Api
@@ -25,7 +26,7 @@ class BearerTokenAuthentication(AbstractAuthenticationMiddleware):
     """
 
     async def authenticate_request(
-        self, connection: ASGIConnection[object, object, object, object]
+        self, connection: ASGIConnection[object, object, object, State]
     ) -> AuthenticationResult:
         scheme, _, token = connection.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
@@ -39,5 +40,5 @@ class BearerTokenAuthentication(AbstractAuthenticationMiddleware):
         return AuthenticationResult(user=principal, auth=token)
 
 
-def _is_stream(connection: ASGIConnection[object, object, object, object]) -> bool:
-    return connection.method == "GET" and connection.url.path.endswith("/stream")
+def _is_stream(connection: ASGIConnection[object, object, object, State]) -> bool:
+    return connection.scope.get("method") == "GET" and connection.url.path.endswith("/stream")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from litestar import Controller, Request, get, post
+from litestar import Controller, get, post
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from adapters.http.api import Api
-from application.accounts import Principal
+from adapters.http.api import Api, Caller
+from application.accounts import TokenPair, WorkspaceInfo
 from schemas.api import (
     LoginBody,
     RefreshBody,
@@ -18,13 +18,8 @@ from schemas.api import (
 )
 
 
-def _tokens(pair: object) -> TokenOut:
-    return TokenOut(
-        access_token=pair.access_token,  # type: ignore[attr-defined]
-        token_type=pair.token_type,  # type: ignore[attr-defined]
-        expires_in=pair.expires_in,  # type: ignore[attr-defined]
-        refresh_token=pair.refresh_token,  # type: ignore[attr-defined]
-    )
+def _tokens(pair: TokenPair) -> TokenOut:
+    return TokenOut(pair.access_token, pair.token_type, pair.expires_in, pair.refresh_token)
 
 
 class AuthController(Controller):
@@ -51,7 +46,7 @@ class AuthController(Controller):
         return _tokens(await api.call(api.accounts.refresh, data.refresh_token))
 
     @post("/logout", status_code=HTTP_204_NO_CONTENT)
-    async def logout(self, request: Request[Principal, str, object], api: Api) -> None:
+    async def logout(self, request: Caller, api: Api) -> None:
         await api.call(api.accounts.logout, request.auth)
 
 
@@ -60,15 +55,13 @@ class WorkspaceController(Controller):
     tags = ["workspaces"]
 
     @get("/")
-    async def list_workspaces(
-        self, request: Request[Principal, str, object], api: Api
-    ) -> list[WorkspaceOut]:
+    async def list_workspaces(self, request: Caller, api: Api) -> list[WorkspaceOut]:
         found = await api.call(api.accounts.workspaces_of, request.user.user_id)
         return [_workspace(w) for w in found]
 
     @post("/", status_code=HTTP_201_CREATED)
     async def create_workspace(
-        self, data: WorkspaceBody, request: Request[Principal, str, object], api: Api
+        self, data: WorkspaceBody, request: Caller, api: Api
     ) -> WorkspaceOut:
         created = await api.call(
             api.accounts.create_workspace,
@@ -80,11 +73,5 @@ class WorkspaceController(Controller):
         return _workspace(created)
 
 
-def _workspace(w: object) -> WorkspaceOut:
-    return WorkspaceOut(
-        id=w.workspace_id,  # type: ignore[attr-defined]
-        name=w.name,  # type: ignore[attr-defined]
-        organization_id=w.organization_id,  # type: ignore[attr-defined]
-        team_id=w.team_id,  # type: ignore[attr-defined]
-        role=w.role,  # type: ignore[attr-defined]
-    )
+def _workspace(w: WorkspaceInfo) -> WorkspaceOut:
+    return WorkspaceOut(w.workspace_id, w.name, w.organization_id, w.team_id, w.role)

@@ -6,6 +6,7 @@ import logging
 from datetime import UTC, datetime
 
 from litestar import MediaType, Request, Response
+from litestar.datastructures import State
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
@@ -67,13 +68,13 @@ def status_of(error: DomainError) -> int:
 
 
 def on_domain_error(
-    _: Request[object, object, object], error: DomainError
+    _: Request[object, object, State], error: DomainError
 ) -> Response[dict[str, str]]:
     return error_response(status_of(error), str(error), error.code)
 
 
 def on_validation_error(
-    _: Request[object, object, object], error: ValidationException
+    _: Request[object, object, State], error: ValidationException
 ) -> Response[dict[str, str]]:
     problems = error.extra if isinstance(error.extra, list) else []
     named = [
@@ -86,14 +87,14 @@ def on_validation_error(
 
 
 def on_http_error(
-    _: Request[object, object, object], error: HTTPException
+    _: Request[object, object, State], error: HTTPException
 ) -> Response[dict[str, str]]:
     code = getattr(error, "code", None) or CODES_BY_STATUS.get(error.status_code, "ERROR")
     return error_response(error.status_code, str(error.detail), code, dict(error.headers or {}))
 
 
 def on_unexpected(
-    request: Request[object, object, object], error: Exception
+    request: Request[object, object, State], error: Exception
 ) -> Response[dict[str, str]]:
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=error)
     return error_response(HTTP_500_INTERNAL_SERVER_ERROR, "internal server error", "INTERNAL_ERROR")

@@ -6,19 +6,18 @@ import asyncio
 from typing import Annotated
 from uuid import UUID
 
-from litestar import Controller, Request, get, post
+from eventsourcing.domain import AggregateEvent
+from litestar import Controller, get, post
 from litestar.params import Parameter
 from litestar.response import ServerSentEvent
 
-from adapters.http.api import Api
+from adapters.http.api import Api, Caller
 from adapters.http.errors import ApiError
 from adapters.http.streaming import session_messages, sse
-from application.accounts import Principal
 from domain.errors import NotFound
 from projections.confirmations import ConfirmationRow
 from schemas.api import AuditEvent, AuditPage, ConfirmOut, HitlConfirmBody, HitlRequestOut
 
-Caller = Request[Principal, str, object]
 HIDDEN = {"originator_id", "originator_version", "timestamp"}
 
 
@@ -146,14 +145,14 @@ def _last_event_id(raw: str | None, version: int) -> int:
 
 def _page(
     api: Api, session_id: UUID, after: int, limit: int, event_type: str | None
-) -> list[object]:
+) -> list[AggregateEvent]:
     sessions = api.container.sessions
     if event_type is None:
-        return list(sessions.session_events(session_id, after=after, limit=limit))
-    found = []
+        return list(sessions.session_events(session_id, after=after, limit=limit))  # type: ignore[arg-type]
+    found: list[AggregateEvent] = []
     for e in sessions.session_events(session_id, after=after):
         if type(e).__name__ == event_type:
-            found.append(e)
+            found.append(e)  # type: ignore[arg-type]
             if len(found) == limit:
                 break
     return found

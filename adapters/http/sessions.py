@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 from uuid import UUID
 
-from litestar import Controller, Request, delete, get, patch, post
+from eventsourcing.domain import AggregateEvent
+from litestar import Controller, delete, get, patch, post
 from litestar.params import Parameter
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from adapters.http.api import Api
-from application.accounts import Principal
+from adapters.http.api import Api, Caller
 from domain.session import AgentSession
 from projections.sessions import SessionSummary
 from schemas.api import (
@@ -25,8 +25,6 @@ from schemas.api import (
     Status,
     Tokens,
 )
-
-Caller = Request[Principal, str, object]
 
 
 class SessionController(Controller):
@@ -163,7 +161,8 @@ async def _session_out(
 ) -> SessionOut:
     row = await api.call(api.sessions_view.get, session_id)
     if row is None:  # the read model is behind: answer from the log itself
-        session = session or await api.call(api.container.sessions.get_session, session_id)
+        if session is None:
+            session = await api.call(api.container.sessions.get_session, session_id)
         return SessionOut(
             id=session.id,
             workspace_id=session.workspace_id,
@@ -207,15 +206,15 @@ def _details(s: AgentSession) -> SessionDetails:
     )
 
 
-def _events(api: Api, session_id: UUID) -> list[object]:
-    return list(api.container.sessions.session_events(session_id))
+def _events(api: Api, session_id: UUID) -> list[AggregateEvent]:
+    return list(api.container.sessions.session_events(session_id))  # type: ignore[arg-type]
 
 
-def _message(e: object) -> MessageOut | None:
+def _message(e: AggregateEvent) -> MessageOut | None:
     d = e.__dict__
     kind = type(e).__name__
     if kind == "UserMessageAppended":
-        return MessageOut(e.originator_version, "user", d["text"], e.timestamp)  # type: ignore[attr-defined]
+        return MessageOut(e.originator_version, "user", d["text"], e.timestamp)
     if kind == "AssistantTurnRecorded":
         blocks = d["content"]
         text = "".join(b["text"] for b in blocks if b["type"] == "text")

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from litestar import Controller, Request, Response, get, post
+from litestar import Controller, Response, get, post
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
-from adapters.http.api import Api
-from application.accounts import Principal
+from adapters.http.api import Api, Caller
 from application.tools.registry import ToolRejected
 from domain.errors import NotFound
 from schemas.api import ToolExecuteBody, ToolExecuteOut, ToolOut, ToolSchemaOut
-
-Caller = Request[Principal, str, object]
 
 
 class ToolController(Controller):

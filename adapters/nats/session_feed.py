@@ -100,10 +100,10 @@ class SessionFeed:
                     else:
                         yield Idle()
                     continue
-                async for item in self._handle(session_id, msg, last):
-                    if isinstance(item, Stored):
-                        last = item.version
-                    yield item
+                async for handled in self._handle(session_id, msg, last):
+                    if isinstance(handled, Stored):
+                        last = handled.version
+                    yield handled
         finally:
             for sub in subscriptions:
                 with contextlib.suppress(NatsError, asyncio.CancelledError):

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
 from uuid import UUID, uuid4
 
 import pytest
-from eventsourcing.persistence import Notification, StoredEvent
+from eventsourcing.persistence import StoredEvent
 
 from adapters.bootstrap import Container, Services
 from domain.conversation import ModelTurn, TextBlock, Usage
 from projections.rebuild import rebuild
 from projections.runner import ProjectionRunner
 from projections.view import ProjectionError
+from tests.fakes.feeds import ListFeed
 from tests.integration.support import eventually
 
 pytestmark = pytest.mark.integration
@@ -37,26 +37,6 @@ def busy_session(container: Container, messages: int = 3) -> UUID:
     app.complete_run(sid, run)
     app.rename_session(sid, "renamed")
     return sid
-
-
-class ListFeed:
-    """A feed that hands out fixed batches, each as often as it is listed."""
-
-    def __init__(self, batches: list[Sequence[Notification]]) -> None:
-        self._batches = batches
-        self.acked = 0
-
-    async def batches(self, after: int) -> AsyncIterator[ListFeed.Batch]:
-        for notifications in self._batches:
-            yield ListFeed.Batch(self, notifications)
-
-    class Batch:
-        def __init__(self, feed: ListFeed, notifications: Sequence[Notification]) -> None:
-            self.feed = feed
-            self.notifications = notifications
-
-        async def ack(self) -> None:
-            self.feed.acked += 1
 
 
 async def test_a_redelivered_batch_changes_the_read_model_once(container: Container) -> None:

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import cast
 from uuid import UUID, uuid4
 
 import pytest
-from eventsourcing.persistence import Notification
 
 from adapters.bootstrap import Container, Services
 from domain.working_memory import SessionEvent, WorkingMemoryState, fold_all, render
 from projections.rebuild import rebuild
 from projections.runner import ProjectionRunner
 from projections.working_memory import WorkingMemoryView
+from tests.fakes.feeds import ListFeed
 
 pytestmark = pytest.mark.integration
 
@@ -58,26 +58,6 @@ def assert_view_is_the_fold(container: Container, session_ids: Sequence[UUID]) -
         expected = pure_state(container, sid)
         assert view.state(sid) == expected
         assert view.get(sid) == render(expected)
-
-
-class ListFeed:
-    """A feed that hands out fixed batches, each as often as it is listed."""
-
-    def __init__(self, batches: list[Sequence[Notification]]) -> None:
-        self._batches = batches
-        self.acked = 0
-
-    async def batches(self, after: int) -> AsyncIterator[ListFeed.Batch]:
-        for notifications in self._batches:
-            yield ListFeed.Batch(self, notifications)
-
-    class Batch:
-        def __init__(self, feed: ListFeed, notifications: Sequence[Notification]) -> None:
-            self.feed = feed
-            self.notifications = notifications
-
-        async def ack(self) -> None:
-            self.feed.acked += 1
 
 
 async def test_the_live_view_holds_the_render_of_each_sessions_events(
