@@ -48,6 +48,16 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "signs access and refresh tokens; at least 32 bytes; the same on every API process",
     ),
     "TOKENDANCE_ACCESS_TTL": ("3600", "seconds an access token is valid"),
+    "TOKENDANCE_RATE_LIMIT_PER_MINUTE": (
+        "100",
+        "API requests per minute per user (per client address before login); each API "
+        "process counts its own",
+    ),
+    "TOKENDANCE_MAX_STREAMS_PER_USER": (
+        "10",
+        "SSE connections (chat runs, session streams) a user may hold open at once, per process",
+    ),
+    "TOKENDANCE_UPLOADS_PER_MINUTE": ("10", "file uploads per minute per user, per process"),
 }
 
 
@@ -75,6 +85,9 @@ class Settings:
     max_iterations: int = int(_default("TOKENDANCE_MAX_ITERATIONS"))
     jwt_secret: str | None = None
     access_ttl: int = int(_default("TOKENDANCE_ACCESS_TTL"))
+    rate_limit_per_minute: int = int(_default("TOKENDANCE_RATE_LIMIT_PER_MINUTE"))
+    max_streams_per_user: int = int(_default("TOKENDANCE_MAX_STREAMS_PER_USER"))
+    uploads_per_minute: int = int(_default("TOKENDANCE_UPLOADS_PER_MINUTE"))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -101,6 +114,15 @@ class Settings:
             max_iterations=_int(get("TOKENDANCE_MAX_ITERATIONS"), "TOKENDANCE_MAX_ITERATIONS"),
             jwt_secret=env.get("TOKENDANCE_JWT_SECRET") or None,
             access_ttl=_int(get("TOKENDANCE_ACCESS_TTL"), "TOKENDANCE_ACCESS_TTL"),
+            rate_limit_per_minute=_limit(
+                get("TOKENDANCE_RATE_LIMIT_PER_MINUTE"), "TOKENDANCE_RATE_LIMIT_PER_MINUTE"
+            ),
+            max_streams_per_user=_limit(
+                get("TOKENDANCE_MAX_STREAMS_PER_USER"), "TOKENDANCE_MAX_STREAMS_PER_USER"
+            ),
+            uploads_per_minute=_limit(
+                get("TOKENDANCE_UPLOADS_PER_MINUTE"), "TOKENDANCE_UPLOADS_PER_MINUTE"
+            ),
         )
 
     def override(self, **changes: object) -> Settings:
@@ -130,3 +152,10 @@ def _int(value: str, name: str) -> int:
         return int(value)
     except ValueError:
         raise SystemExit(f"{name} must be an integer, not {value!r}") from None
+
+
+def _limit(value: str, name: str) -> int:
+    limit = _int(value, name)
+    if limit < 1:
+        raise SystemExit(f"{name} must be at least 1, not {limit}")
+    return limit

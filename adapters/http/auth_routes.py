@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from litestar import Controller, get, post
-from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
+from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from adapters.http.api import Api, Caller
 from application.accounts import TokenPair, WorkspaceInfo
@@ -37,11 +37,11 @@ class AuthController(Controller):
             workspace_id=done.workspace_id,
         )
 
-    @post("/login")
+    @post("/login", status_code=HTTP_200_OK)
     async def login(self, data: LoginBody, api: Api) -> TokenOut:
         return _tokens(await api.call(api.accounts.login, data.email, data.password))
 
-    @post("/refresh")
+    @post("/refresh", status_code=HTTP_200_OK)
     async def refresh(self, data: RefreshBody, api: Api) -> TokenOut:
         return _tokens(await api.call(api.accounts.refresh, data.refresh_token))
 

@@ -5,16 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from uuid import UUID
 
-from litestar import Controller, Request, get, post
+from litestar import Controller, get, post
 from litestar.response import ServerSentEvent
 
-from adapters.http.api import Api
+from adapters.http.api import Api, Caller
 from adapters.http.streaming import run_messages, sse
-from application.accounts import Principal
 from domain.working_memory import WorkingMemory, fold_all, render
 from schemas.api import ChatMessage, ConfirmBody, ConfirmOut, Document, StopOut, WorkingMemoryOut
-
-Caller = Request[Principal, str, object]
 
 
 class ChatController(Controller):
@@ -25,13 +22,19 @@ class ChatController(Controller):
     async def send_message(
         self, session_id: UUID, data: ChatMessage, request: Caller, api: Api
     ) -> ServerSentEvent:
-        """Append the message, start a run, and stream it (SSE) until it ends or waits."""
+        """Append the message, start a run, and stream it (SSE) until it ends or waits.
+
+        With an `Idempotency-Key` already used in this session nothing is appended:
+        the run that the first request started is streamed again, from its message.
+        """
         await api.session(request.user, session_id, write=True)
+        key = request.headers.get("idempotency-key")
+        if key is not None:
+            first = await api.call(_first_use, api, session_id, key)
+            if first is not None:
+                return sse(run_messages(api, session_id, *first))
         receipt = await api.engine.scheduler.send_message(
-            session_id,
-            data.content,
-            attachments=data.attachments,
-            idempotency_key=request.headers.get("idempotency-key"),
+            session_id, data.content, attachments=data.attachments, idempotency_key=key
         )
         run_id = receipt.events[-1].__dict__["run_id"]
         return sse(run_messages(api, session_id, receipt.version - len(receipt.events), run_id))
@@ -64,13 +67,26 @@ class ChatController(Controller):
         memory = await api.call(api.memory_view.get, session_id)
         if memory is None:  # the read model is behind: render from the log itself
             events = await api.call(lambda: list(api.container.sessions.session_events(session_id)))
-            memory = render(fold_all(events))
+            memory = render(fold_all(events))  # type: ignore[arg-type]
         return _memory_out(session_id, memory)
+
+
+def _first_use(api: Api, session_id: UUID, key: str) -> tuple[int, UUID] | None:
+    """(version before the message, run id) of the message sent with `key`, if any."""
+    after: int | None = None
+    for e in api.container.sessions.session_events(session_id):
+        kind = type(e).__name__
+        if after is None and kind == "UserMessageAppended":
+            if e.__dict__.get("idempotency_key") == key:
+                after = e.originator_version - 1
+        elif after is not None and kind == "RunRequested":
+            return after, e.__dict__["run_id"]
+    return None
 
 
 def _memory_out(session_id: UUID, m: WorkingMemory) -> WorkingMemoryOut:
     updated = m.updated_at.isoformat() if m.updated_at else None
-    common = {"version": m.version, "updated_at": updated}
+    common: dict[str, object] = {"version": m.version, "updated_at": updated}
     return WorkingMemoryOut(
         session_id=session_id,
         task_plan=Document(m.task_plan, {**common, "items_by_status": dict(m.plan_counts)}),

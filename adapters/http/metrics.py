@@ -1,0 +1,197 @@
+"""Prometheus metrics at `/metrics`: HTTP traffic, open streams, and the store's figures.
+
+Each app has a registry of its own (several apps in one test process never clash).
+Request counts and latencies are recorded as requests pass; everything read from
+Postgres (the log's head, lags, token totals) is computed when scraped, on the
+event-store thread pool. Metrics:
+
+- `tokendance_http_requests_total{method,route,status}` (counter): `route` is the
+  route template (`/api/v1/sessions/{session_id}`), so ids make no new series.
+- `tokendance_http_request_duration_seconds{method,route,status}` (histogram): until
+  the response starts (for an SSE stream: until it is accepted, not until it ends).
+- `tokendance_sse_streams_open` (gauge): SSE responses streaming in this process.
+- `tokendance_rate_limited_total{limit}` (counter): requests refused with 429.
+- `tokendance_store_up` (gauge): 1 when the figures below could be read.
+- `tokendance_events_appended_total` (counter): notification id of the newest stored
+  event. Ids may have holes, so this is an upper bound of the events appended.
+- `tokendance_relay_lag_events` (gauge): events stored but not yet published to NATS
+  (present when this process runs the relay; `tokendance_relay_active` says if it leads).
+- `tokendance_projection_lag_events{view}` (gauge): events the read model has yet to apply.
+- `tokendance_model_tokens_total{kind}` (counter): model tokens over all sessions, by
+  kind (input, output, cache_read, cache_write), from the sessions read model.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+
+from eventsourcing.persistence import PersistenceError
+from litestar import Request, Response, get
+from litestar.datastructures import State
+from litestar.enums import ScopeType
+from litestar.exceptions import HTTPException
+from litestar.middleware import ASGIMiddleware
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import generate_latest
+
+from adapters.http.api import Api
+from adapters.http.errors import status_of
+from adapters.http.limits import RateLimits
+from domain.errors import DomainError
+
+log = logging.getLogger(__name__)
+
+LABELS = ("method", "route", "status")
+TOKEN_KINDS = ("input", "output", "cache_read", "cache_write")
+TOKENS_SQL = (
+    "SELECT coalesce(sum(input_tokens), 0)::bigint AS input, "
+    "coalesce(sum(output_tokens), 0)::bigint AS output, "
+    "coalesce(sum(cache_read_tokens), 0)::bigint AS cache_read, "
+    "coalesce(sum(cache_write_tokens), 0)::bigint AS cache_write FROM sessions_view"
+)
+
+
+class Metrics:
+    """The registry of one app and its request instruments."""
+
+    def __init__(self, api: Api, limits: RateLimits) -> None:
+        self.api = api
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "tokendance_http_requests", "HTTP requests answered", LABELS, registry=self.registry
+        )
+        self.latency = Histogram(
+            "tokendance_http_request_duration_seconds",
+            "Seconds until the response started",
+            LABELS,
+            registry=self.registry,
+        )
+        self.registry.register(StoreCollector(api, limits))
+
+    def observe(self, method: str, route: str, status: int, seconds: float) -> None:
+        self.requests.labels(method, route, str(status)).inc()
+        self.latency.labels(method, route, str(status)).observe(seconds)
+
+    async def exposition(self) -> bytes:
+        """The text format; off the event loop, as collecting queries Postgres."""
+        return await self.api.call(generate_latest, self.registry)
+
+
+class StoreCollector:
+    """Figures computed at scrape time from the log, the relay and the read models."""
+
+    def __init__(self, api: Api, limits: RateLimits) -> None:
+        self.api, self.limits = api, limits
+
+    def collect(self) -> Iterator[Metric]:
+        streams = GaugeMetricFamily("tokendance_sse_streams_open", "SSE responses streaming")
+        streams.add_metric([], self.limits.streams.total)
+        yield streams
+        refused = CounterMetricFamily(
+            "tokendance_rate_limited", "Requests refused with 429", labels=["limit"]
+        )
+        for limit, count in self.limits.refused.copy().items():
+            refused.add_metric([limit], count)
+        yield refused
+        up = GaugeMetricFamily("tokendance_store_up", "1 when the store's figures were read")
+        try:
+            figures = list(self._store_figures())
+        except PersistenceError as e:  # the HTTP figures still count: report, don't fail
+            log.warning("metrics: cannot read the store: %s", e)
+            up.add_metric([], 0)
+            yield up
+            return
+        up.add_metric([], 1)
+        yield up
+        yield from figures
+
+    def _store_figures(self) -> Iterator[Metric]:
+        container, services = self.api.container, self.api.services
+        head = container.recorder.max_notification_id() or 0
+        yield CounterMetricFamily(
+            "tokendance_events_appended",
+            "Notification id of the newest stored event (an upper bound of events appended)",
+            value=head,
+        )
+        relay = services.relay
+        if relay is not None:
+            yield GaugeMetricFamily(
+                "tokendance_relay_active",
+                "1 when this process leads the relay",
+                value=int(relay.is_leader),
+            )
+            yield GaugeMetricFamily(
+                "tokendance_relay_lag_events",
+                "Events stored but not yet published to NATS",
+                value=max(head - relay.position, 0),
+            )
+        lag = GaugeMetricFamily(
+            "tokendance_projection_lag_events",
+            "Events a read model has yet to apply",
+            labels=["view"],
+        )
+        for name, view in container.views.items():
+            lag.add_metric([name], max(head - view.position(), 0))
+        yield lag
+        tokens = CounterMetricFamily(
+            "tokendance_model_tokens", "Model tokens over all sessions", labels=["kind"]
+        )
+        with self.api.sessions_view.datastore.get_connection() as conn:
+            row = conn.execute(TOKENS_SQL).fetchone() or {}
+        for kind in TOKEN_KINDS:
+            tokens.add_metric([kind], int(row.get(kind, 0)))
+        yield tokens
+
+
+class MetricsMiddleware(ASGIMiddleware):
+    """Counts and times every routed request by method, route template and status.
+
+    Outermost, so it also sees the 401s and 429s that the inner middleware raise.
+    """
+
+    scopes = (ScopeType.HTTP,)
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
+        started = time.perf_counter()
+        answered = False
+
+        async def timed(message: Message) -> None:
+            nonlocal answered
+            if message["type"] == "http.response.start":
+                answered = True
+                self._observe(scope, message["status"], time.perf_counter() - started)
+            await send(message)
+
+        try:
+            await next_app(scope, receive, timed)
+        except Exception as e:  # raised by an inner middleware: answered further out
+            if not answered:
+                self._observe(scope, _status_of(e), time.perf_counter() - started)
+            raise
+
+    def _observe(self, scope: Scope, status: int, seconds: float) -> None:
+        route = scope.get("path_template") or scope["path"]
+        self.metrics.observe(str(scope.get("method", "")), route, status, seconds)
+
+
+def _status_of(error: Exception) -> int:
+    if isinstance(error, HTTPException):
+        return error.status_code
+    if isinstance(error, DomainError):
+        return status_of(error)
+    return 500
+
+
+@get("/metrics", tags=["operations"])
+async def metrics_endpoint(request: Request[object, object, State]) -> Response[bytes]:
+    """Prometheus metrics (text exposition format)."""
+    metrics: Metrics = request.app.state.metrics
+    body = await metrics.exposition()
+    return Response(body, media_type=CONTENT_TYPE_LATEST)
