@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from uuid import UUID
 
 from litestar.response import ServerSentEvent, ServerSentEventMessage
@@ -23,7 +23,22 @@ async def run_messages(
     api: Api, session_id: UUID, after: int, run_id: UUID
 ) -> AsyncIterator[ServerSentEventMessage]:
     """One run as SSE: until it ends (`done` / `error`) or waits for a human."""
-    yield ServerSentEventMessage(data=None, retry=RETRY_MS, comment="run")
+    async for message in _messages(api, session_id, after, lambda s: _ends_run(s, run_id)):
+        yield message
+
+
+async def session_messages(
+    api: Api, session_id: UUID, after: int
+) -> AsyncIterator[ServerSentEventMessage]:
+    """Every stored event after `after`, then live, until the client goes away."""
+    async for message in _messages(api, session_id, after, lambda _: False):
+        yield message
+
+
+async def _messages(
+    api: Api, session_id: UUID, after: int, last: Callable[[Stored], bool]
+) -> AsyncIterator[ServerSentEventMessage]:
+    yield ServerSentEventMessage(data=None, retry=RETRY_MS)
     async for item in api.feed.read(session_id, after):
         if isinstance(item, Live):
             yield live_message(item.delta)
@@ -32,7 +47,7 @@ async def run_messages(
         else:
             for message in stored_messages(item.event):
                 yield message
-            if _ends_run(item, run_id):
+            if last(item):
                 return
 
 
@@ -41,18 +56,3 @@ def _ends_run(item: Stored, run_id: UUID) -> bool:
     if kind == "ConfirmationRequested":
         return True  # the run waits; the client confirms and follows the session stream
     return kind in TERMINAL and item.event.__dict__.get("run_id") == run_id
-
-
-async def session_messages(
-    api: Api, session_id: UUID, after: int
-) -> AsyncIterator[ServerSentEventMessage]:
-    """Every stored event after `after`, then live, until the client goes away."""
-    yield ServerSentEventMessage(data=None, retry=RETRY_MS, comment="stream")
-    async for item in api.feed.read(session_id, after):
-        if isinstance(item, Live):
-            yield live_message(item.delta)
-        elif isinstance(item, Idle):
-            yield ServerSentEventMessage(data=None, comment="keep-alive")
-        else:
-            for message in stored_messages(item.event):
-                yield message
