@@ -26,6 +26,9 @@ import psycopg
 log = logging.getLogger(__name__)
 
 DATABASE = "tokendance"
+# An event carries up to a 1 MiB message, which JSON escaping can make several times
+# larger; NATS refuses payloads over 1 MiB by default.
+NATS_CONFIG = "max_payload: 8MB\n"
 
 
 class EmbeddedServerError(RuntimeError):
@@ -149,8 +152,10 @@ class EmbeddedNats:
         if self._reuse_running():
             return self.url
         port = self.port or _free_port()
+        config = self.root / "nats.conf"
+        config.write_text(NATS_CONFIG)
         cmd = [
-            nats_server_binary(), "-js", "-sd", str(self.root / "jetstream"),
+            nats_server_binary(), "-c", str(config), "-js", "-sd", str(self.root / "jetstream"),
             "-a", "127.0.0.1", "-p", str(port), "-l", str(self.root / "nats.log"),
         ]  # fmt: skip
         # A session of its own: a Ctrl-C in the terminal reaches us, and we stop it.

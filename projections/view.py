@@ -7,6 +7,7 @@ or below the tracked position is skipped (a redelivery).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from abc import abstractmethod
 from collections.abc import Sequence
@@ -51,6 +52,34 @@ def decode(
     if not isinstance(event, AggregateEvent):
         raise ProjectionError.at(projection, notification_id, TypeError(f"not an event: {event!r}"))
     return event
+
+
+def _without_nul(value: object) -> object:
+    """`value` with NUL characters replaced (the same object when there are none)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, dict):
+        cleaned = {_without_nul(k): _without_nul(v) for k, v in value.items()}
+        same = all(a is b for a, b in zip(cleaned.items(), value.items(), strict=True))
+        return value if same else cleaned
+    if isinstance(value, list):
+        items = [_without_nul(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return value
+
+
+def storable(event: Event) -> Event:
+    """The event as a read model can store it.
+
+    Postgres text and jsonb cannot hold NUL, which a tool's output or a title may
+    contain; the log keeps the original, the read model shows U+FFFD instead of dying.
+    """
+    changes = {}
+    for name, value in event.__dict__.items():
+        cleaned = _without_nul(value)
+        if cleaned is not value:
+            changes[name] = cleaned
+    return dataclasses.replace(event, **changes) if changes else event  # type: ignore[arg-type]
 
 
 class View(PostgresTrackingRecorder):
@@ -110,7 +139,7 @@ class View(PostgresTrackingRecorder):
         try:
             with conn.pipeline():
                 for _, event in fresh:
-                    self.apply_event(curs, event)
+                    self.apply_event(curs, storable(event))
                 self.set_position(curs, fresh[-1][0])
                 # Delivered at commit: waiters for a position need not poll.
                 curs.execute("SELECT pg_notify(%s, %s)", (self.channel, str(fresh[-1][0])))
@@ -122,7 +151,7 @@ class View(PostgresTrackingRecorder):
 
     def apply_one(self, curs: Cursor[DictRow], notification_id: int, event: Event) -> None:
         try:
-            self.apply_event(curs, event)
+            self.apply_event(curs, storable(event))
         except psycopg.OperationalError:
             raise  # the database went away: worth retrying, not the event's fault
         except Exception as e:

@@ -9,9 +9,11 @@ from uuid import UUID
 import msgspec
 from msgspec import Meta
 
-Title = Annotated[str, Meta(min_length=1, max_length=500)]
+# Some visible character, and no NUL (Postgres text cannot hold it).
+VISIBLE = r"^[^\x00]*\S[^\x00]*$"
+Title = Annotated[str, Meta(min_length=1, max_length=500, pattern=VISIBLE)]
 Text = Annotated[str, Meta(min_length=1)]
-Name = Annotated[str, Meta(min_length=1, max_length=200)]
+Name = Annotated[str, Meta(min_length=1, max_length=200, pattern=VISIBLE)]
 Email = Annotated[str, Meta(min_length=3, max_length=254, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
 Password = Annotated[str, Meta(min_length=8, max_length=1024)]
 

@@ -93,6 +93,12 @@ def on_http_error(
     return error_response(error.status_code, str(error.detail), code, dict(error.headers or {}))
 
 
+def on_too_deep(
+    _: Request[object, object, State], error: RecursionError
+) -> Response[dict[str, str]]:
+    return error_response(400, "the request body is nested too deeply", "VALIDATION_ERROR")
+
+
 def on_unexpected(
     request: Request[object, object, State], error: Exception
 ) -> Response[dict[str, str]]:
@@ -104,5 +110,6 @@ EXCEPTION_HANDLERS = {
     DomainError: on_domain_error,
     ValidationException: on_validation_error,
     HTTPException: on_http_error,
+    RecursionError: on_too_deep,  # msgspec on absurdly nested JSON
     Exception: on_unexpected,
 }

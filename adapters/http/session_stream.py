@@ -46,7 +46,7 @@ class StreamController(Controller):
         session_id: UUID,
         request: Caller,
         api: Api,
-        after: Annotated[int, Parameter(ge=0)] = 0,
+        after: Annotated[int, Parameter(ge=0, le=2**62)] = 0,
         limit: Annotated[int, Parameter(ge=1, le=1000)] = 100,
         event_type: Annotated[str | None, Parameter(query="type", max_length=100)] = None,
     ) -> AuditPage:

@@ -54,7 +54,7 @@ class SessionController(Controller):
         api: Api,
         workspace_id: UUID,
         limit: Annotated[int, Parameter(ge=1, le=100)] = 20,
-        offset: Annotated[int, Parameter(ge=0)] = 0,
+        offset: Annotated[int, Parameter(ge=0, le=1_000_000_000)] = 0,
         status: Status | None = None,
     ) -> SessionPage:
         await api.workspace(request.user, workspace_id)
@@ -99,7 +99,7 @@ class SessionController(Controller):
         receipt = await api.call(api.container.sessions.archive_session, session_id)
         await api.wait_for(receipt.notification_id, "sessions")
 
-    @post("/{session_id:uuid}/complete")
+    @post("/{session_id:uuid}/complete", status_code=200)
     async def complete_session(self, session_id: UUID, request: Caller, api: Api) -> SessionOut:
         await api.session(request.user, session_id, write=True)
         receipt = await api.call(api.container.sessions.complete_session, session_id)

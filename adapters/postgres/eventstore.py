@@ -23,6 +23,7 @@ def eventstore_env(database_url: str, *, pool_size: int, max_overflow: int) -> d
         "POSTGRES_POOL_SIZE": str(pool_size),
         "POSTGRES_MAX_OVERFLOW": str(max_overflow),
         "POSTGRES_ENABLE_DB_FUNCTIONS": "no",
+        "APPLICATION_RECORDER_TOPIC": "adapters.postgres.recorder:UnpipelinedApplicationRecorder",
         # Seconds a writer waits for the table lock before the library retries.
         "POSTGRES_LOCK_TIMEOUT": "10",
         # A rebuild holds one transaction open while it reads the log in pages.

@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -120,3 +120,137 @@ def register(
     tokens = http.post("/api/v1/auth/login", json={"email": email, "password": password})
     assert tokens.status_code == 200, tokens.text
     return {**created.json(), **tokens.json()}
+
+
+# -- additions for the HTTP/SSE end-to-end suites --------------------------------
+
+ERROR_KEYS = {"detail", "error_code", "timestamp"}
+
+
+def sign_up(
+    http: httpx.Client, email: str, password: str = "correct horse battery"
+) -> dict[str, object]:
+    """Like `register`, but any 2xx login is accepted (the login status has its own test)."""
+    created = http.post(
+        "/api/v1/auth/register",
+        json={"email": email, "password": password, "name": email.split("@")[0]},
+    )
+    assert created.status_code == 201, created.text
+    tokens = http.post("/api/v1/auth/login", json={"email": email, "password": password})
+    assert tokens.is_success, tokens.text
+    return {**created.json(), **tokens.json()}
+
+
+def assert_error(
+    response: httpx.Response, status: int | tuple[int, ...], code: str | None = None
+) -> dict[str, object]:
+    """The response is an error of that status in the `{detail, error_code, timestamp}` format."""
+    statuses = (status,) if isinstance(status, int) else status
+    where = f"{response.request.method} {response.request.url}"
+    assert response.status_code in statuses, f"{where}: {response.status_code} {response.text}"
+    body = response.json()
+    assert isinstance(body, dict) and body.keys() >= ERROR_KEYS, f"{where}: {body}"
+    assert isinstance(body["detail"], str) and body["detail"], f"{where}: {body}"
+    assert isinstance(body["error_code"], str) and body["error_code"], f"{where}: {body}"
+    assert isinstance(body["timestamp"], str) and body["timestamp"], f"{where}: {body}"
+    if code is not None:
+        assert body["error_code"] == code, f"{where}: {body}"
+    return body
+
+
+class SseTimeout(AssertionError):
+    """The stream did not reach the wanted point in time; carries what was read."""
+
+    def __init__(self, message: str, events: list[SseEvent]) -> None:
+        super().__init__(f"{message}; read so far: {[(e.id, e.event) for e in events]}")
+        self.events = events
+
+
+@dataclass
+class SseRead:
+    """What one SSE request gave: status, headers, the events read, the body if not SSE."""
+
+    status: int
+    headers: httpx.Headers
+    events: list[SseEvent]
+    body: bytes = b""
+    ended: bool = False  # the server closed the stream (rather than us stopping)
+
+    @property
+    def stored(self) -> list[SseEvent]:
+        """The events with an id (stored events), in the order received."""
+        return [e for e in self.events if e.id is not None]
+
+    @property
+    def ids(self) -> list[int]:
+        return [e.id for e in self.events if e.id is not None]
+
+    def of(self, event: str) -> list[SseEvent]:
+        return [e for e in self.events if e.event == event]
+
+    def json(self) -> object:
+        return json.loads(self.body)
+
+
+def read_sse(
+    http: httpx.Client,
+    method: str,
+    url: str,
+    *,
+    until: Callable[[SseEvent], bool] | None = None,
+    stored: int | None = None,
+    timeout: float = 20.0,
+    **kwargs: object,
+) -> SseRead:
+    """Open an SSE request and read it until `until(event)` holds, `stored` events with an
+    id have arrived, or the server closes the stream (neither given); then disconnect.
+
+    Raises `SseTimeout` when that takes longer than `timeout` seconds. A non-200 answer
+    is returned with its body and no events.
+    """
+    deadline = time.monotonic() + timeout
+    events: list[SseEvent] = []
+    request_timeout = httpx.Timeout(timeout, read=min(timeout, 10.0))
+    with http.stream(method, url, timeout=request_timeout, **kwargs) as response:  # type: ignore[arg-type]
+        if response.status_code != 200:
+            return SseRead(response.status_code, response.headers, [], response.read())
+        assert response.headers["content-type"].startswith("text/event-stream")
+
+        def lines() -> Iterator[str]:
+            try:
+                for line in response.iter_lines():
+                    if time.monotonic() > deadline:
+                        raise SseTimeout(f"{method} {url}: no end after {timeout}s", events)
+                    yield line
+            except httpx.ReadTimeout:
+                raise SseTimeout(f"{method} {url}: the stream went quiet", events) from None
+
+        seen = 0
+        for event in parse_sse(lines()):
+            events.append(event)
+            if event.id is not None:
+                seen += 1
+            if (until is not None and until(event)) or (stored is not None and seen >= stored):
+                return SseRead(response.status_code, response.headers, events)
+        if until is not None or stored is not None:
+            raise SseTimeout(f"{method} {url}: the server closed the stream early", events)
+        return SseRead(response.status_code, response.headers, events, ended=True)
+
+
+def is_event(*names: str) -> Callable[[SseEvent], bool]:
+    """A `read_sse(until=...)` predicate: an event of one of these SSE types."""
+    return lambda e: e.event in names
+
+
+def wait_until(
+    check: Callable[[], object], timeout: float = 10.0, interval: float = 0.05
+) -> object:
+    """Poll `check` until it returns something truthy; that value (AssertionError on timeout)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s (last value: {value!r})")
+        time.sleep(interval)

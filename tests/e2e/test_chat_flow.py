@@ -1,0 +1,507 @@
+"""A user's chat with the agent over HTTP and SSE, against a real `tokendance serve`.
+
+Register, open a session that asks before every tool call, chat (the run streams until
+it waits for approval), approve through both approval APIs, follow the session stream
+to the end, and read what the run left: working memory, messages, the audit log.
+Also: a rejection, a stop in the middle of a slow model turn, answers to actions that
+are unknown or already answered, and a server that has no model at all.
+"""
+
+from __future__ import annotations
+
+import time
+from uuid import UUID
+
+import httpx
+import pytest
+
+from tests.e2e.client import (
+    SseEvent,
+    SseRead,
+    assert_error,
+    is_event,
+    read_sse,
+    sign_up,
+    wait_until,
+)
+from tests.e2e.conftest import StartServer
+
+pytestmark = [pytest.mark.e2e]
+
+THINKING = "The user wants facts about heat pumps; plan first."
+FIRST_TEXT = "Let me plan this."
+FINDING = "Heat pumps deliver 3 units of heat per unit of electricity"
+ANSWER = "Heat pumps deliver about three units of heat per unit of electricity."
+
+
+# -- helpers ----------------------------------------------------------------------
+
+
+def user(server_client: httpx.Client, email: str) -> tuple[dict[str, object], httpx.Client]:
+    account = sign_up(server_client, email)
+    token = str(account["access_token"])
+    http = httpx.Client(
+        base_url=str(server_client.base_url), headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+    )  # fmt: skip
+    return account, http
+
+
+def new_session(http: httpx.Client, workspace_id: object, **settings: object) -> dict[str, object]:
+    body: dict[str, object] = {"workspace_id": str(workspace_id), "title": "Heat pumps"}
+    if settings:
+        body["settings"] = settings
+    created = http.post("/api/v1/sessions/", json=body)
+    assert created.status_code == 201, created.text
+    return created.json()
+
+
+def chat(http: httpx.Client, session_id: object, text: str, **kwargs: object) -> SseRead:
+    """Send a message; read the run's SSE until the server ends it."""
+    read = read_sse(
+        http, "POST", f"/api/v1/chat/{session_id}/message", json={"content": text}, **kwargs
+    )
+    assert read.status == 200, read.body
+    return read
+
+
+def follow(http: httpx.Client, session_id: object, after: int, **kwargs: object) -> SseRead:
+    """The session stream from `Last-Event-ID: after` until the run is done (or fails)."""
+    read = read_sse(
+        http,
+        "GET",
+        f"/api/v1/sessions/{session_id}/stream",
+        headers={"Last-Event-ID": str(after)},
+        until=is_event("done", "error"),
+        **kwargs,
+    )
+    assert read.status == 200, read.body
+    return read
+
+
+def audit_log(http: httpx.Client, session_id: object) -> list[dict[str, object]]:
+    """Every stored event of the session, page by page."""
+    items: list[dict[str, object]] = []
+    after: int | None = 0
+    while after is not None:
+        page = http.get(
+            f"/api/v1/sessions/{session_id}/events", params={"after": after, "limit": 1000}
+        )
+        assert page.status_code == 200, page.text
+        body = page.json()
+        items.extend(body["items"])
+        after = body["next_after"]
+    return items
+
+
+def assert_contiguous(ids: list[int], first: int) -> None:
+    assert ids == list(range(first, first + len(ids))), ids
+
+
+def stored_types(events: list[SseEvent]) -> list[str]:
+    return [e.event for e in events if e.id is not None]
+
+
+# -- the whole flow ---------------------------------------------------------------
+
+
+def test_chat_streams_the_run_waits_for_approval_and_finishes(
+    start_server: StartServer,
+) -> None:
+    server = start_server("chat")
+    account, http = user(server.client(), "alice@example.com")
+
+    workspaces = http.get("/api/v1/workspaces/")
+    assert workspaces.status_code == 200, workspaces.text
+    assert [(w["id"], w["role"]) for w in workspaces.json()] == [(account["workspace_id"], "owner")]
+
+    session = new_session(http, account["workspace_id"], confirmation="always")
+    sid = session["id"]
+    assert session["status"] == "created" and session["version"] == 1
+    assert session["workspace_id"] == account["workspace_id"]
+    details = http.get(f"/api/v1/sessions/{sid}", params={"include_details": "true"}).json()
+    assert details["details"]["settings"] == {"confirmation": "always"}
+
+    # 1. The chat: the message, the run, live deltas, the turn, the call, the question.
+    first = chat(http, sid, "What do heat pumps deliver?", timeout=15)
+    assert first.ended, "the chat stream should end when the run waits for approval"
+    assert stored_types(first.events) == [
+        "message", "run", "run", "content", "tool_call", "confirm_required",
+    ]  # fmt: skip
+    assert_contiguous(first.ids, 2)
+    assert first.events[-1].event == "confirm_required", "the stream ends at the question"
+    by_type = {e.event: e for e in first.stored}
+    assert by_type["message"].data["content"] == "What do heat pumps deliver?"
+    assert [e.data["status"] for e in first.of("run")] == ["requested", "started"]
+
+    live = [e for e in first.events if e.id is None]
+    thinking = [e for e in live if e.event == "thinking" and e.data.get("delta")]
+    content = [e for e in live if e.event == "content" and e.data.get("delta")]
+    assert thinking and content, [(e.event, e.data) for e in live]
+    assert "".join(str(e.data["content"]) for e in thinking) == THINKING
+    assert "".join(str(e.data["text"]) for e in content) == FIRST_TEXT
+    turn_at = first.events.index(by_type["content"])
+    assert all(first.events.index(e) < turn_at for e in thinking + content), (
+        "live deltas come before the stored turn"
+    )
+
+    turn = by_type["content"].data
+    assert turn["text"] == FIRST_TEXT and turn["stop_reason"] == "tool_use"
+    assert [c["name"] for c in turn["tool_calls"]] == ["update_plan"]
+    call = by_type["tool_call"].data
+    assert call["name"] == "update_plan" and call["id"] == "toolu_plan"
+    question = by_type["confirm_required"].data
+    assert question["tool"] == "update_plan" and question["tool_call_id"] == "toolu_plan"
+    action_id = str(question["action_id"])
+
+    # 2. Approve it through the chat API.
+    pending = http.get(f"/api/v1/sessions/{sid}/hitl/pending")
+    assert pending.status_code == 200, pending.text
+    assert [p["request_id"] for p in pending.json()] == [action_id]
+    approved = http.post(
+        f"/api/v1/chat/{sid}/confirm",
+        json={"action_id": action_id, "confirmed": True, "feedback": "go ahead"},
+    )
+    assert approved.status_code == 200, approved.text
+    assert approved.json()["request_id"] == action_id and approved.json()["approved"] is True
+    assert approved.json()["session_id"] == sid
+
+    # 3. The run goes on to the next question; answer it through the HITL API.
+    def next_request() -> dict[str, object] | None:
+        rows = http.get(f"/api/v1/sessions/{sid}/hitl/pending").json()
+        return next((r for r in rows if r["operation"] == "record_finding"), None)
+
+    request = wait_until(next_request)
+    assert isinstance(request, dict)
+    request_id = str(request["request_id"])
+    assert request["session_id"] == sid and request["status"] == "pending"
+    one = http.get(f"/api/v1/hitl/{request_id}")
+    assert one.status_code == 200, one.text
+    assert one.json()["context"]["tool_call_id"] == "toolu_find"
+    assert one.json()["context"]["args"]["text"] == FINDING
+    answered = http.post(
+        f"/api/v1/hitl/{request_id}/confirm", json={"approved": True, "user_feedback": "fine"}
+    )
+    assert answered.status_code == 200, answered.text
+    assert answered.json()["approved"] is True and answered.json()["user_feedback"] == "fine"
+
+    # 4. Follow the session stream from the last id the chat gave: the rest, once.
+    rest = follow(http, sid, first.ids[-1], timeout=15)
+    assert_contiguous(rest.ids, first.ids[-1] + 1)
+    types = stored_types(rest.events)
+    assert types == [
+        "confirmed", "plan", "tool_result", "content", "tool_call", "confirm_required",
+        "confirmed", "finding", "tool_result", "content", "done",
+    ], types  # fmt: skip
+    confirmed = rest.of("confirmed")
+    assert [c.data["action_id"] for c in confirmed] == [action_id, request_id]
+    assert [c.data["feedback"] for c in confirmed] == ["go ahead", "fine"]
+    results = rest.of("tool_result")
+    assert [(r.data["id"], r.data["status"], r.data["success"]) for r in results] == [
+        ("toolu_plan", "success", True),
+        ("toolu_find", "success", True),
+    ]
+    final_turn = [e for e in rest.of("content") if e.id is not None][-1]
+    assert final_turn.data["text"] == ANSWER and final_turn.data["tool_calls"] == []
+    done = rest.events[-1]
+    assert done.event == "done" and done.data["status"] == "completed"
+    final = done.id
+    assert final is not None
+
+    # 5. What the run left behind.
+    answered_row = wait_until(
+        lambda: (r := http.get(f"/api/v1/hitl/{request_id}").json())["status"] == "approved" and r
+    )
+    assert isinstance(answered_row, dict)
+    assert answered_row["user_feedback"] == "fine" and answered_row["responded_at"]
+    assert http.get(f"/api/v1/sessions/{sid}/hitl/pending").json() == []
+
+    def memory() -> dict[str, object] | None:
+        body = http.get(f"/api/v1/chat/{sid}/working-memory").json()
+        return body if FINDING in body["findings"]["content"] else None
+
+    wm = wait_until(memory)
+    assert isinstance(wm, dict)
+    assert wm["session_id"] == sid
+    assert "Find heat pump facts" in wm["task_plan"]["content"]
+    assert "Answer" in wm["task_plan"]["content"]
+    assert "https://example.org/heat-pumps" in wm["findings"]["content"]
+    assert wm["findings"]["metadata"]["findings"] == 1
+
+    messages = http.get(f"/api/v1/sessions/{sid}/messages")
+    assert messages.status_code == 200, messages.text
+    items = messages.json()["items"]
+    assert [(m["role"], m["content"]) for m in items] == [
+        ("user", "What do heat pumps deliver?"),
+        ("assistant", FIRST_TEXT),
+        ("assistant", "Recording what I found."),
+        ("assistant", ANSWER),
+    ]
+    assert items[1]["thinking"] == THINKING
+    assert [c["name"] for c in items[1]["tool_calls"]] == ["update_plan"]
+    assert messages.json()["total"] == 4
+    last_two = http.get(f"/api/v1/sessions/{sid}/messages", params={"limit": 2}).json()
+    assert [m["content"] for m in last_two["items"]] == ["Recording what I found.", ANSWER]
+
+    # 6. The audit log: raw events, paginated by version, filterable by type.
+    page = http.get(f"/api/v1/sessions/{sid}/events", params={"limit": 5}).json()
+    assert [i["version"] for i in page["items"]] == [1, 2, 3, 4, 5]
+    assert page["next_after"] == 5 and page["limit"] == 5
+    assert [i["type"] for i in page["items"]][:4] == [
+        "SessionStarted", "UserMessageAppended", "RunRequested", "RunStarted",
+    ]  # fmt: skip
+    for item in page["items"]:
+        assert set(item) == {"version", "type", "timestamp", "payload"}
+        assert "originator_id" not in item["payload"]
+    assert page["items"][1]["payload"]["text"] == "What do heat pumps deliver?"
+    second = http.get(f"/api/v1/sessions/{sid}/events", params={"after": 5, "limit": 5}).json()
+    assert [i["version"] for i in second["items"]] == [6, 7, 8, 9, 10]
+    only = http.get(
+        f"/api/v1/sessions/{sid}/events", params={"type": "ToolResultRecorded", "limit": 1}
+    ).json()
+    assert [i["type"] for i in only["items"]] == ["ToolResultRecorded"]
+    assert only["items"][0]["payload"]["tool_use_id"] == "toolu_plan"
+    assert only["next_after"] == only["items"][0]["version"]
+    more = http.get(
+        f"/api/v1/sessions/{sid}/events",
+        params={"type": "ToolResultRecorded", "after": only["next_after"]},
+    ).json()
+    assert [i["payload"]["tool_use_id"] for i in more["items"]] == ["toolu_find"]
+    assert more["next_after"] is None
+    everything = audit_log(http, sid)
+    assert [i["version"] for i in everything] == list(range(1, final + 1))
+    assert everything[-1]["type"] == "RunCompleted"
+    beyond = http.get(f"/api/v1/sessions/{sid}/events", params={"after": final}).json()
+    assert beyond["items"] == [] and beyond["next_after"] is None
+
+    summary = wait_until(
+        lambda: (s := http.get(f"/api/v1/sessions/{sid}").json())["version"] == final and s
+    )
+    assert isinstance(summary, dict)
+    assert summary["status"] == "completed" and summary["active_run_id"] is None
+    assert summary["message_count"] == 4 and summary["tool_call_count"] == 2
+
+
+# -- rejection, stop, answers that cannot be given ---------------------------------------
+
+
+def test_rejecting_an_action_records_a_cancelled_result_and_the_run_goes_on(
+    start_server: StartServer,
+) -> None:
+    server = start_server("one_tool")
+    account, http = user(server.client(), "rex@example.com")
+    sid = new_session(http, account["workspace_id"], confirmation="always")["id"]
+
+    first = chat(http, sid, "Note your progress", timeout=15)
+    question = first.events[-1]
+    assert question.event == "confirm_required", stored_types(first.events)
+    action_id = question.data["action_id"]
+
+    rejected = http.post(
+        f"/api/v1/chat/{sid}/confirm",
+        json={"action_id": action_id, "confirmed": False, "feedback": "not now"},
+    )
+    assert rejected.status_code == 200, rejected.text
+    assert rejected.json()["approved"] is False and rejected.json()["user_feedback"] == "not now"
+
+    rest = follow(http, sid, question.id or 0, timeout=15)
+    assert stored_types(rest.events) == ["confirmed", "tool_result", "content", "done"]
+    assert rest.of("confirmed")[0].data == {
+        **rest.of("confirmed")[0].data, "approved": False, "feedback": "not now",
+    }  # fmt: skip
+    result = rest.of("tool_result")[0].data
+    assert result["id"] == "toolu_note_1"
+    assert result["status"] == "cancelled" and result["success"] is False
+    assert "not now" in str(result["result"])
+    assert rest.events[-1].data["status"] == "completed"
+
+    types = [e["type"] for e in audit_log(http, sid)]
+    assert "ProgressNoted" not in types
+
+
+def test_stop_during_a_slow_model_turn_answers_at_once_and_the_stream_says_stopped(
+    start_server: StartServer,
+) -> None:
+    server = start_server("slow")
+    account, http = user(server.client(), "sam@example.com")
+    sid = new_session(http, account["workspace_id"])["id"]
+
+    started = read_sse(
+        http,
+        "POST",
+        f"/api/v1/chat/{sid}/message",
+        json={"content": "take your time"},
+        until=lambda e: e.event == "run" and e.data.get("status") == "started",
+        timeout=10,
+    )
+    assert started.status == 200, started.body
+
+    t0 = time.monotonic()
+    stopped = http.post(f"/api/v1/chat/{sid}/stop")
+    took = time.monotonic() - t0
+    assert stopped.status_code == 200, stopped.text
+    assert took < 2.5, f"stop took {took:.1f}s during a 5 s model turn"
+    assert stopped.json()["status"] == "stopped" and stopped.json()["session_id"] == sid
+
+    rest = follow(http, sid, started.ids[-1], timeout=10)
+    assert stored_types(rest.events) == ["done"], stored_types(rest.events)
+    assert rest.events[-1].data["status"] == "stopped"
+    assert rest.events[-1].id == stopped.json()["version"]
+    assert not rest.of("content"), "nothing of the stopped turn may reach the client"
+
+    types = [e["type"] for e in audit_log(http, sid)]
+    assert types[-1] == "RunStopped" and "AssistantTurnRecorded" not in types
+    summary = wait_until(
+        lambda: (s := http.get(f"/api/v1/sessions/{sid}").json())["status"] == "stopped" and s
+    )
+    assert isinstance(summary, dict) and summary["active_run_id"] is None
+    again = http.post(f"/api/v1/chat/{sid}/stop")
+    assert_error(again, 409)
+    time.sleep(0.5)
+    assert [e["type"] for e in audit_log(http, sid)] == types, "a second stop wrote nothing"
+
+
+def test_stop_while_waiting_for_approval_interrupts_the_call(start_server: StartServer) -> None:
+    server = start_server("one_tool")
+    account, http = user(server.client(), "sue@example.com")
+    sid = new_session(http, account["workspace_id"], confirmation="always")["id"]
+    first = chat(http, sid, "Note your progress", timeout=15)
+    assert first.events[-1].event == "confirm_required"
+    action_id = first.events[-1].data["action_id"]
+
+    stopped = http.post(f"/api/v1/chat/{sid}/stop")
+    assert stopped.status_code == 200, stopped.text
+    rest = follow(http, sid, first.ids[-1], timeout=10)
+    assert stored_types(rest.events) == ["tool_result", "done"]
+    assert rest.of("tool_result")[0].data["status"] == "interrupted"
+    assert rest.events[-1].data["status"] == "stopped"
+    wait_until(lambda: http.get(f"/api/v1/sessions/{sid}/hitl/pending").json() == [])
+    late = http.post(
+        f"/api/v1/chat/{sid}/confirm", json={"action_id": action_id, "confirmed": True}
+    )
+    assert_error(late, (404, 409))
+
+
+def test_confirming_an_unknown_or_answered_action_is_refused_and_records_nothing(
+    start_server: StartServer,
+) -> None:
+    server = start_server("one_tool")
+    account, http = user(server.client(), "una@example.com")
+    sid = new_session(http, account["workspace_id"], confirmation="always")["id"]
+    other = new_session(http, account["workspace_id"])["id"]
+
+    # Nothing is pending yet.
+    before = audit_log(http, sid)
+    unknown = http.post(
+        f"/api/v1/chat/{sid}/confirm", json={"action_id": "no-such-action", "confirmed": True}
+    )
+    assert_error(unknown, 404, "CONFIRMATION_NOT_FOUND")
+    assert_error(http.get("/api/v1/hitl/no-such-action"), 404)
+    assert_error(http.post("/api/v1/hitl/no-such-action/confirm", json={"approved": True}), 404)
+    assert audit_log(http, sid) == before
+
+    first = chat(http, sid, "Note your progress", timeout=15)
+    action_id = str(first.events[-1].data["action_id"])
+
+    # The action of one session cannot be answered through another one.
+    before_other = audit_log(http, other)
+    crossed = http.post(
+        f"/api/v1/chat/{other}/confirm", json={"action_id": action_id, "confirmed": True}
+    )
+    assert_error(crossed, 404, "CONFIRMATION_NOT_FOUND")
+    assert audit_log(http, other) == before_other
+
+    ok = http.post(f"/api/v1/chat/{sid}/confirm", json={"action_id": action_id, "confirmed": True})
+    assert ok.status_code == 200, ok.text
+    rest = follow(http, sid, first.ids[-1], timeout=15)
+    assert rest.events[-1].data["status"] == "completed"
+    settled = audit_log(http, sid)
+
+    twice = http.post(
+        f"/api/v1/chat/{sid}/confirm", json={"action_id": action_id, "confirmed": False}
+    )
+    assert_error(twice, 409, "CONFIRMATION_ALREADY_ANSWERED")
+    hitl_twice = http.post(f"/api/v1/hitl/{action_id}/confirm", json={"approved": False})
+    assert_error(hitl_twice, 409, "CONFIRMATION_ALREADY_ANSWERED")
+    garbage = http.post(
+        f"/api/v1/chat/{sid}/confirm", json={"action_id": str(UUID(int=7)), "confirmed": True}
+    )
+    assert_error(garbage, 404, "CONFIRMATION_NOT_FOUND")
+    time.sleep(0.3)
+    assert audit_log(http, sid) == settled, "a refused answer must not write anything"
+    row = http.get(f"/api/v1/hitl/{action_id}").json()
+    assert row["status"] == "approved"
+
+
+# -- no model at all ------------------------------------------------------------------
+
+
+def test_without_a_model_a_chat_ends_with_llm_not_configured_and_the_rest_works(
+    start_server: StartServer,
+) -> None:
+    server = start_server(None)
+    assert server.script is None and "TOKENDANCE_LLM" not in server.extra_env
+    account, http = user(server.client(), "nomodel@example.com")
+    sid = new_session(http, account["workspace_id"])["id"]
+
+    for attempt in range(2):  # a failed run leaves the session usable
+        read = chat(http, sid, f"hello {attempt}", timeout=15)
+        assert read.ended
+        errors = read.of("error")
+        assert len(errors) == 1, [(e.event, e.data) for e in read.events]
+        error = errors[0].data
+        assert error["error_code"] == "LLM_NOT_CONFIGURED", error
+        assert "ANTHROPIC_API_KEY" in str(error["detail"])
+        assert read.events[-1].event == "error"
+        assert stored_types(read.events)[:3] == ["message", "run", "run"]
+
+    summary = wait_until(
+        lambda: (s := http.get(f"/api/v1/sessions/{sid}").json())["status"] == "error" and s
+    )
+    assert isinstance(summary, dict) and summary["active_run_id"] is None
+    types = [e["type"] for e in audit_log(http, sid)]
+    assert types.count("RunFailed") == 2 and types.count("UserMessageAppended") == 2
+
+    # Everything that needs no model still works.
+    assert server.client().get("/health").json()["status"] == "ok"
+    tools = http.get("/api/v1/mcp/tools/")
+    assert tools.status_code == 200
+    assert {"update_plan", "record_finding", "note_progress"} <= {t["name"] for t in tools.json()}
+    ran = http.post(
+        "/api/v1/mcp/tools/note_progress/execute",
+        json={"session_id": sid, "args": {"text": "checked by hand"}},
+    )
+    assert ran.status_code == 200, ran.text
+    assert ran.json()["status"] == "success"
+    wm = wait_until(
+        lambda: (
+            "checked by hand"
+            in (m := http.get(f"/api/v1/chat/{sid}/working-memory").json())["progress"]["content"]
+            and m
+        )
+    )
+    assert wm
+    renamed = http.patch(f"/api/v1/sessions/{sid}", json={"title": "Renamed"})
+    assert renamed.status_code == 200 and renamed.json()["title"] == "Renamed"
+    assert http.get(f"/api/v1/sessions/{sid}/messages").json()["total"] == 2
+    fork = http.post(f"/api/v1/sessions/{sid}/fork", json={"at_version": 2})
+    assert fork.status_code == 201, fork.text
+    listed = http.get("/api/v1/sessions/", params={"workspace_id": account["workspace_id"]})
+    assert listed.status_code == 200 and listed.json()["total"] == 2
+    completed = http.post(f"/api/v1/sessions/{sid}/complete")
+    assert completed.is_success, completed.text  # the exact status: the test below
+    assert completed.json()["status"] == "completed"
+
+
+def test_marking_a_session_complete_answers_200_ok(start_server: StartServer) -> None:
+    """POST .../complete creates nothing, so it answers 200 (like stop and confirm do).
+
+    BUG (adapters/http/sessions.py, `complete_session`): `@post` without `status_code`
+    takes Litestar's POST default, 201 Created.
+    """
+    server = start_server(None)
+    account, http = user(server.client(), "done@example.com")
+    sid = new_session(http, account["workspace_id"])["id"]
+    completed = http.post(f"/api/v1/sessions/{sid}/complete")
+    assert completed.json()["status"] == "completed"
+    assert completed.status_code == 200, completed.status_code

@@ -1,0 +1,340 @@
+"""Tenants never see each other (DESIGN 8.10), and tokens are checked every time.
+
+User B calls every endpoint that takes an id with user A's ids: each answers 404 in
+the error format, exactly as for an id that does not exist, and A's session is left
+exactly as it was. (A viewer's 403 needs a way to add members over HTTP; there is none
+yet.) Tokens: missing, malformed, tampered, expired, revoked, of the wrong kind, and
+refresh rotation with reuse detection.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import uuid
+
+import httpx
+import jwt
+import pytest
+
+from tests.e2e.client import Server, assert_error, read_sse, sign_up, wait_until
+from tests.e2e.conftest import StartServer
+
+pytestmark = [pytest.mark.e2e]
+
+SECRET = "e2e-secret-" + "x" * 32  # what tests/e2e/client.py gives the server
+
+
+def as_user(server: Server, token: object) -> httpx.Client:
+    return server.client(str(token))
+
+
+def everything_of(http: httpx.Client, sid: object) -> tuple[object, ...]:
+    """What A can see of a session, to compare before and after B's attempts."""
+    events = http.get(f"/api/v1/sessions/{sid}/events", params={"limit": 1000}).json()
+    session = http.get(f"/api/v1/sessions/{sid}", params={"include_details": "true"}).json()
+    pending = http.get(f"/api/v1/sessions/{sid}/hitl/pending").json()
+    return events, session, pending
+
+
+# -- tenants --------------------------------------------------------------------------
+
+
+def test_another_tenant_gets_404_for_everything_of_mine_and_changes_nothing(
+    start_server: StartServer,
+) -> None:
+    server = start_server(None)
+    anon = server.client()
+    a = sign_up(anon, "alice@example.com")
+    b = sign_up(anon, "bob@example.com")
+    alice, bob = as_user(server, a["access_token"]), as_user(server, b["access_token"])
+    workspace = str(a["workspace_id"])
+    organization = str(a["organization_id"])
+
+    made = alice.post(
+        "/api/v1/sessions/",
+        json={"workspace_id": workspace, "title": "secret", "settings": {"confirmation": "always"}},
+    )
+    assert made.status_code == 201, made.text
+    sid = made.json()["id"]
+    # A pending approval of A's (a tool run by hand under "always"), for the HITL routes.
+    asked = alice.post(
+        "/api/v1/mcp/tools/note_progress/execute",
+        json={"session_id": sid, "args": {"text": "mine"}},
+    )
+    assert asked.status_code == 202, asked.text
+    action_id = asked.json()["action_id"]
+    assert action_id
+    wait_until(lambda: alice.get(f"/api/v1/sessions/{sid}/hitl/pending").json())
+    before = everything_of(alice, sid)
+
+    attempts: list[tuple[str, str, dict[str, object]]] = [
+        ("GET", "/api/v1/sessions/", {"params": {"workspace_id": workspace}}),
+        ("POST", "/api/v1/sessions/", {"json": {"workspace_id": workspace}}),
+        ("POST", "/api/v1/workspaces/", {"json": {"name": "w", "organization_id": organization}}),
+        ("GET", f"/api/v1/sessions/{sid}", {}),
+        ("GET", f"/api/v1/sessions/{sid}", {"params": {"include_details": "true"}}),
+        ("PATCH", f"/api/v1/sessions/{sid}", {"json": {"title": "stolen"}}),
+        ("PATCH", f"/api/v1/sessions/{sid}", {"json": {"status": "completed"}}),
+        ("DELETE", f"/api/v1/sessions/{sid}", {}),
+        ("POST", f"/api/v1/sessions/{sid}/complete", {}),
+        ("POST", f"/api/v1/sessions/{sid}/fork", {"json": {"at_version": 1}}),
+        ("GET", f"/api/v1/sessions/{sid}/messages", {}),
+        ("GET", f"/api/v1/sessions/{sid}/artifacts", {}),
+        (
+            "POST",
+            f"/api/v1/sessions/{sid}/attachments",
+            {"files": {"file": ("note.txt", b"from bob", "text/plain")}},
+        ),
+        ("GET", f"/api/v1/sessions/{sid}/events", {}),
+        ("GET", f"/api/v1/sessions/{sid}/events", {"params": {"type": "SessionStarted"}}),
+        ("GET", f"/api/v1/sessions/{sid}/stream", {}),
+        ("GET", f"/api/v1/sessions/{sid}/stream", {"headers": {"Last-Event-ID": "1"}}),
+        ("GET", f"/api/v1/sessions/{sid}/hitl/pending", {}),
+        ("GET", f"/api/v1/hitl/{action_id}", {}),
+        ("POST", f"/api/v1/hitl/{action_id}/confirm", {"json": {"approved": True}}),
+        ("POST", f"/api/v1/chat/{sid}/message", {"json": {"content": "hi"}}),
+        (
+            "POST",
+            f"/api/v1/chat/{sid}/confirm",
+            {"json": {"action_id": action_id, "confirmed": True}},
+        ),
+        ("POST", f"/api/v1/chat/{sid}/stop", {}),
+        ("GET", f"/api/v1/chat/{sid}/working-memory", {}),
+        (
+            "POST",
+            "/api/v1/mcp/tools/note_progress/execute",
+            {"json": {"session_id": sid, "args": {"text": "theirs"}}},
+        ),
+    ]
+    for method, url, kwargs in attempts:
+        response = bob.request(method, url, **kwargs)  # type: ignore[arg-type]
+        assert_error(response, 404, "NOT_FOUND")
+        # ...exactly like an id that does not exist (nothing tells B the id is taken).
+        if str(sid) in url:
+            missing = bob.request(method, url.replace(str(sid), str(uuid.uuid4())), **kwargs)  # type: ignore[arg-type]
+            assert_error(missing, 404, "NOT_FOUND")
+
+    # The SSE stream also takes the token as a query parameter (EventSource): same answer.
+    bob_by_query = server.client()
+    stream = read_sse(
+        bob_by_query,
+        "GET",
+        f"/api/v1/sessions/{sid}/stream",
+        params={"access_token": str(b["access_token"])},
+        timeout=5,
+    )
+    assert stream.status == 404 and json.loads(stream.body)["error_code"] == "NOT_FOUND"
+
+    # Nothing of A's changed, and nothing of A's shows up on B's side.
+    time.sleep(0.3)
+    assert everything_of(alice, sid) == before
+    assert alice.get(f"/api/v1/hitl/{action_id}").json()["status"] == "pending"
+    mine = alice.get("/api/v1/sessions/", params={"workspace_id": workspace}).json()
+    assert [s["id"] for s in mine["items"]] == [sid]
+    theirs_ws = bob.get("/api/v1/workspaces/").json()
+    assert [w["id"] for w in theirs_ws] == [b["workspace_id"]]
+    theirs = bob.get("/api/v1/sessions/", params={"workspace_id": b["workspace_id"]}).json()
+    assert theirs["items"] == [] and theirs["total"] == 0
+
+
+# -- tokens ---------------------------------------------------------------------------
+
+
+def flip_signature(token: str) -> str:
+    """The token with one character of its signature changed (one from the middle, so
+    the change is in real signature bits, not in base64 padding bits)."""
+    head, payload, signature = token.split(".")
+    i = len(signature) // 2
+    swapped = "A" if signature[i] != "A" else "B"
+    return ".".join([head, payload, signature[:i] + swapped + signature[i + 1 :]])
+
+
+def with_claims(token: str, **changes: object) -> str:
+    """The token with changed claims and its old signature (a forgery)."""
+    head, payload, signature = token.split(".")
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    claims.update(changes)
+    forged = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
+    return ".".join([head, forged, signature])
+
+
+def test_bad_tokens_get_401_with_their_codes(start_server: StartServer) -> None:
+    server = start_server(None)
+    anon = server.client()
+    a = sign_up(anon, "tok@example.com")
+    other = sign_up(anon, "other@example.com")
+    access, refresh = str(a["access_token"]), str(a["refresh_token"])
+    url = "/api/v1/workspaces/"
+    assert as_user(server, access).get(url).status_code == 200
+
+    def call(authorization: str | None) -> httpx.Response:
+        headers = {"Authorization": authorization} if authorization is not None else {}
+        return anon.get(url, headers=headers)
+
+    assert_error(call(None), 401, "UNAUTHORIZED")
+    assert_error(call(""), 401, "UNAUTHORIZED")
+    assert_error(call("Bearer"), 401, "UNAUTHORIZED")
+    assert_error(call(f"Basic {access}"), 401, "UNAUTHORIZED")
+    assert_error(call(access), 401, "UNAUTHORIZED")  # no scheme
+    assert_error(call("Bearer not-a-jwt"), 401, "INVALID_TOKEN")
+    assert_error(call("Bearer a.b.c"), 401, "INVALID_TOKEN")
+    assert_error(call(f"Bearer {flip_signature(access)}"), 401, "INVALID_TOKEN")
+    assert_error(call(f"Bearer {access}x"), 401, "INVALID_TOKEN")
+    # Claims changed under the old signature: someone else's user id, a later expiry.
+    forged_user = with_claims(access, sub=str(other["user_id"]))
+    assert_error(call(f"Bearer {forged_user}"), 401, "INVALID_TOKEN")
+    assert_error(call(f"Bearer {with_claims(access, exp=4_000_000_000)}"), 401, "INVALID_TOKEN")
+    # Signed, but not by this server, or not signed at all ("alg": "none").
+    claims = jwt.decode(access, options={"verify_signature": False})
+    foreign = jwt.encode(claims, "another-secret-" + "y" * 32, algorithm="HS256")
+    assert_error(call(f"Bearer {foreign}"), 401, "INVALID_TOKEN")
+    unsigned = jwt.encode(claims, None, algorithm="none")  # type: ignore[arg-type]
+    assert_error(call(f"Bearer {unsigned}"), 401, "INVALID_TOKEN")
+    # Properly signed, but for a login that does not exist.
+    ghost = jwt.encode({**claims, "fam": str(uuid.uuid4())}, SECRET, algorithm="HS256")
+    assert_error(call(f"Bearer {ghost}"), 401, "INVALID_TOKEN")
+    # The wrong kind of token, both ways round.
+    assert_error(call(f"Bearer {refresh}"), 401, "INVALID_TOKEN")
+    wrong_kind = anon.post("/api/v1/auth/refresh", json={"refresh_token": access})
+    assert_error(wrong_kind, 401, "INVALID_TOKEN")
+    # The query-string token is for the SSE stream only.
+    assert_error(anon.get(url, params={"access_token": access}), 401, "UNAUTHORIZED")
+
+    # Nothing above spoiled the real token.
+    assert as_user(server, access).get(url).status_code == 200
+
+
+def test_login_and_refresh_answer_200_ok(start_server: StartServer) -> None:
+    """A login or a refresh creates no resource: 200 OK with the token body (RFC 6749 5.1).
+
+    (Litestar's default for a POST is 201 Created; these handlers must say 200.)
+    """
+    server = start_server(None)
+    anon = server.client()
+    a = sign_up(anon, "status@example.com")
+    login = anon.post(
+        "/api/v1/auth/login",
+        json={"email": "status@example.com", "password": "correct horse battery"},
+    )
+    refreshed = anon.post("/api/v1/auth/refresh", json={"refresh_token": a["refresh_token"]})
+    assert login.is_success and refreshed.is_success
+    assert (login.status_code, refreshed.status_code) == (200, 200)
+
+
+def test_an_expired_access_token_is_refused_and_the_refresh_token_still_works(
+    start_server: StartServer,
+) -> None:
+    server = start_server(None, extra_env={"TOKENDANCE_ACCESS_TTL": "1"})
+    anon = server.client()
+    a = sign_up(anon, "expiry@example.com")
+    assert a["expires_in"] == 1
+    time.sleep(2.1)
+    expired = as_user(server, a["access_token"]).get("/api/v1/workspaces/")
+    assert_error(expired, 401, "TOKEN_EXPIRED")
+    # An expired token may still end its login; the refresh token is good for 30 days.
+    refreshed = anon.post("/api/v1/auth/refresh", json={"refresh_token": a["refresh_token"]})
+    assert refreshed.is_success, refreshed.text
+    assert refreshed.json()["expires_in"] == 1
+    time.sleep(2.1)
+    assert_error(as_user(server, refreshed.json()["access_token"]).get("/api/v1/workspaces/"),
+                 401, "TOKEN_EXPIRED")  # fmt: skip
+
+
+def test_logout_revokes_the_login_and_only_that_one(start_server: StartServer) -> None:
+    server = start_server(None)
+    anon = server.client()
+    a = sign_up(anon, "logout@example.com")
+    second = anon.post(
+        "/api/v1/auth/login",
+        json={"email": "logout@example.com", "password": "correct horse battery"},
+    )
+    assert second.is_success
+    me, other_login = (
+        as_user(server, a["access_token"]),
+        as_user(server, second.json()["access_token"]),
+    )
+    assert me.get("/api/v1/workspaces/").status_code == 200
+
+    out = me.post("/api/v1/auth/logout")
+    assert out.status_code == 204, out.text
+    assert_error(me.get("/api/v1/workspaces/"), 401, "TOKEN_REVOKED")
+    assert_error(me.post("/api/v1/auth/logout"), 401, "TOKEN_REVOKED")
+    reuse = anon.post("/api/v1/auth/refresh", json={"refresh_token": a["refresh_token"]})
+    assert_error(reuse, 401)
+    # Also through the SSE stream's query token.
+    sid = other_login.post(
+        "/api/v1/sessions/", json={"workspace_id": str(a["workspace_id"])}
+    ).json()["id"]
+    revoked_stream = read_sse(
+        anon, "GET", f"/api/v1/sessions/{sid}/stream",
+        params={"access_token": str(a["access_token"])}, timeout=5,
+    )  # fmt: skip
+    assert revoked_stream.status == 401
+    assert json.loads(revoked_stream.body)["error_code"] == "TOKEN_REVOKED"
+
+    # The user's other login is untouched.
+    assert other_login.get("/api/v1/workspaces/").status_code == 200
+
+
+def test_refresh_rotates_and_a_reused_refresh_token_revokes_the_whole_login(
+    start_server: StartServer,
+) -> None:
+    server = start_server(None)
+    anon = server.client()
+    first = sign_up(anon, "rotate@example.com")
+
+    def refresh(token: object) -> httpx.Response:
+        return anon.post("/api/v1/auth/refresh", json={"refresh_token": str(token)})
+
+    second = refresh(first["refresh_token"])
+    assert second.is_success, second.text
+    pair2 = second.json()
+    assert set(pair2) == {"access_token", "token_type", "expires_in", "refresh_token"}
+    assert pair2["token_type"] == "bearer"
+    assert pair2["refresh_token"] != first["refresh_token"]
+    assert pair2["access_token"] != first["access_token"]
+    assert as_user(server, pair2["access_token"]).get("/api/v1/workspaces/").status_code == 200
+    third = refresh(pair2["refresh_token"])
+    assert third.is_success, third.text
+    pair3 = third.json()
+    assert as_user(server, pair3["access_token"]).get("/api/v1/workspaces/").status_code == 200
+
+    # The first refresh token was spent: using it again is a theft signal.
+    assert_error(refresh(first["refresh_token"]), 401, "TOKEN_REUSED")
+    # ...and every token of that login is dead now, the newest ones too.
+    for token in (pair3["access_token"], pair2["access_token"], first["access_token"]):
+        assert_error(as_user(server, token).get("/api/v1/workspaces/"), 401, "TOKEN_REVOKED")
+    assert_error(refresh(pair3["refresh_token"]), 401)
+    assert_error(refresh(pair2["refresh_token"]), 401)
+
+    # A new login is a new family: it works.
+    fresh = anon.post(
+        "/api/v1/auth/login",
+        json={"email": "rotate@example.com", "password": "correct horse battery"},
+    )
+    assert fresh.is_success
+    assert (
+        as_user(server, fresh.json()["access_token"]).get("/api/v1/workspaces/").status_code == 200
+    )
+
+
+def test_wrong_credentials_get_one_answer(start_server: StartServer) -> None:
+    server = start_server(None)
+    anon = server.client()
+    sign_up(anon, "creds@example.com")
+    wrong_password = anon.post(
+        "/api/v1/auth/login", json={"email": "creds@example.com", "password": "wrong password"}
+    )
+    no_user = anon.post(
+        "/api/v1/auth/login", json={"email": "nobody@example.com", "password": "wrong password"}
+    )
+    a = assert_error(wrong_password, 401, "INVALID_CREDENTIALS")
+    b = assert_error(no_user, 401, "INVALID_CREDENTIALS")
+    assert a["detail"] == b["detail"], "the answer must not tell which check failed"
+    taken = anon.post(
+        "/api/v1/auth/register",
+        json={"email": "CREDS@example.com", "password": "correct horse battery", "name": "x"},
+    )
+    assert_error(taken, 409, "EMAIL_TAKEN")
