@@ -12,15 +12,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,12 +25,10 @@ from pathlib import Path
 from uuid import UUID
 
 import httpx
-import psycopg
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from adapters.bootstrap import Container, build
-from adapters.embedded import EmbeddedServers
 from adapters.settings import DOCUMENTED, Settings
+from bench.harness import fresh_servers
 
 JWT_SECRET = "bench-secret-" + "x" * 32
 PASSWORD = "correct horse battery"
@@ -204,35 +199,21 @@ class Stack:
 @contextmanager
 def api_stack(*, script: Path | None = None, env: dict[str, str] | None = None) -> Iterator[Stack]:
     """A running API server on fresh embedded servers (or TOKENDANCE_DATABASE_URL / _NATS_URL)."""
-    root = Path(tempfile.mkdtemp(prefix="tokendance-apibench-"))
-    root.chmod(0o755)
-    try:
-        with EmbeddedServers(
-            root,
-            postgres="TOKENDANCE_DATABASE_URL" not in os.environ,
-            nats="TOKENDANCE_NATS_URL" not in os.environ,
-        ) as servers:
-            admin = os.environ.get("TOKENDANCE_DATABASE_URL") or servers.database_url or ""
-            name = f"apibench_{uuid.uuid4().hex[:12]}"
-            with psycopg.connect(admin, autocommit=True) as conn:
-                conn.execute(f'CREATE DATABASE "{name}"')
-            database_url = make_conninfo("", **{**conninfo_to_dict(admin), "dbname": name})
-            nats_url = os.environ.get("TOKENDANCE_NATS_URL") or servers.nats_url or ""
-            stream = f"B{uuid.uuid4().hex[:10].upper()}"
-            server = ApiServer(
-                database_url,
-                nats_url,
-                stream,
-                root / "serve",
-                script=script,
-                extra_env={**NO_LIMITS, **(env or {})},
+    with fresh_servers("apibench") as fresh:
+        server = ApiServer(
+            fresh.database_url,
+            fresh.nats_url,
+            fresh.stream,
+            fresh.root / "serve",
+            script=script,
+            extra_env={**NO_LIMITS, **(env or {})},
+        )
+        try:
+            yield Stack(
+                fresh.root, fresh.database_url, fresh.nats_url, fresh.stream, server.start()
             )
-            try:
-                yield Stack(root, database_url, nats_url, stream, server.start())
-            finally:
-                server.stop()
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+        finally:
+            server.stop()
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -19,10 +20,21 @@ from adapters.embedded import EmbeddedServers
 from adapters.settings import Settings
 
 
+@dataclass(frozen=True)
+class FreshServers:
+    """A database and a stream of the benchmark's own, and a directory for its files."""
+
+    root: Path
+    database_url: str
+    nats_url: str
+    stream: str
+
+
 @contextmanager
-def bench_container(**settings: object) -> Iterator[Container]:
-    """A container over fresh embedded servers (or TOKENDANCE_DATABASE_URL / _NATS_URL)."""
-    root = Path(tempfile.mkdtemp(prefix="tokendance-bench-"))
+def fresh_servers(prefix: str) -> Iterator[FreshServers]:
+    """Embedded Postgres and NATS in a throwaway directory (or those named by
+    TOKENDANCE_DATABASE_URL / _NATS_URL), with a new database and stream name."""
+    root = Path(tempfile.mkdtemp(prefix=f"tokendance-{prefix}-"))
     root.chmod(0o755)
     try:
         with EmbeddedServers(
@@ -31,22 +43,32 @@ def bench_container(**settings: object) -> Iterator[Container]:
             nats="TOKENDANCE_NATS_URL" not in os.environ,
         ) as servers:
             admin = os.environ.get("TOKENDANCE_DATABASE_URL") or servers.database_url or ""
-            name = f"bench_{uuid.uuid4().hex[:12]}"
+            name = f"{prefix}_{uuid.uuid4().hex[:12]}"
             with psycopg.connect(admin, autocommit=True) as conn:
                 conn.execute(f'CREATE DATABASE "{name}"')
-            params = conninfo_to_dict(admin)
-            params["dbname"] = name
-            container = build(
-                Settings(nats_stream=f"B{uuid.uuid4().hex[:10].upper()}").override(**settings),
-                database_url=make_conninfo("", **params),
-                nats_url=os.environ.get("TOKENDANCE_NATS_URL") or servers.nats_url or "",
+            yield FreshServers(
+                root,
+                make_conninfo("", **{**conninfo_to_dict(admin), "dbname": name}),
+                os.environ.get("TOKENDANCE_NATS_URL") or servers.nats_url or "",
+                f"B{uuid.uuid4().hex[:10].upper()}",
             )
-            try:
-                yield container
-            finally:
-                container.close()
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@contextmanager
+def bench_container(**settings: object) -> Iterator[Container]:
+    """A container over fresh embedded servers."""
+    with fresh_servers("bench") as fresh:
+        container = build(
+            Settings(nats_stream=fresh.stream).override(**settings),
+            database_url=fresh.database_url,
+            nats_url=fresh.nats_url,
+        )
+        try:
+            yield container
+        finally:
+            container.close()
 
 
 def percentile(values: list[float], p: float) -> float:

@@ -118,7 +118,8 @@ async def latency(c: Container) -> None:
     ]
     for p in producers:
         p.start()
-    await asyncio.to_thread(lambda: [p.join() for p in producers])
+    for p in producers:
+        await asyncio.to_thread(p.join)
     out, _ = await asyncio.to_thread(watcher.communicate)
     seen: list[tuple[int, float]] = [tuple(x) for x in json.loads(out)]
     services.terminate()
