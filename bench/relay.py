@@ -127,9 +127,15 @@ async def latency(c: Container) -> None:
 
     positions = [p for p, _ in seen]
     delays = []
+    unseen = 0
     for nid, committed in commits:
         i = bisect.bisect_left(positions, nid)
+        if i == len(seen):
+            unseen += 1  # not applied before the watcher stopped: a backlog, reported below
+            continue
         delays.append((seen[i][1] - committed) * 1000)
+    if unseen:
+        print(f"{unseen} events were not in the read model {SECONDS + 3} s after the start")
     rate = len(commits) / SECONDS
     print(
         f"commit -> read model at {rate:.0f} events/s ({len(commits)} events): "
