@@ -11,6 +11,7 @@ from litestar.params import Parameter
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from adapters.http.api import Api, Caller
+from application.sessions import Receipt
 from domain.session import AgentSession
 from projections.sessions import SessionSummary
 from schemas.api import (
@@ -44,8 +45,7 @@ class SessionController(Controller):
             model=str(settings.get("model", "")),
             settings=settings,
         )
-        await api.wait_for(receipt.notification_id, "sessions")
-        return await _session_out(api, receipt.session_id)
+        return await _written(api, receipt)
 
     @get("/")
     async def list_sessions(
@@ -103,8 +103,7 @@ class SessionController(Controller):
     async def complete_session(self, session_id: UUID, request: Caller, api: Api) -> SessionOut:
         await api.session(request.user, session_id, write=True)
         receipt = await api.call(api.container.sessions.complete_session, session_id)
-        await api.wait_for(receipt.notification_id, "sessions")
-        return await _session_out(api, session_id)
+        return await _written(api, receipt)
 
     @post("/{session_id:uuid}/fork", status_code=HTTP_201_CREATED)
     async def fork_session(
@@ -113,8 +112,7 @@ class SessionController(Controller):
         """A new session holding this one's log up to `at_version`."""
         await api.session(request.user, session_id, write=True)
         receipt = await api.call(api.container.sessions.fork_session, session_id, data.at_version)
-        await api.wait_for(receipt.notification_id, "sessions")
-        return await _session_out(api, receipt.session_id)
+        return await _written(api, receipt)
 
     @get("/{session_id:uuid}/messages")
     async def messages(
@@ -154,6 +152,12 @@ def _settings(data: SessionCreate) -> dict[str, object]:
         "model": s.model,
     }
     return {k: v for k, v in raw.items() if v is not None}
+
+
+async def _written(api: Api, receipt: Receipt) -> SessionOut:
+    """The session as the read model shows it once it has applied this write."""
+    await api.wait_for(receipt.notification_id, "sessions")
+    return await _session_out(api, receipt.session_id)
 
 
 async def _session_out(
