@@ -8,7 +8,7 @@ organizations instead of scanning all of them.
 
 from __future__ import annotations
 
-from typing import Literal, cast
+from typing import Literal
 from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
@@ -59,11 +59,21 @@ def check_name(name: str, what: str = "name") -> str:
 def check_role(role: str) -> Role:
     if role not in ROLES:
         raise InvalidCommand(f"role must be one of {', '.join(ROLES)}")
-    return cast(Role, role)
+    return role
 
 
 class User(Aggregate):
     """A person who logs in; its id is derived from its email, so emails are unique."""
+
+    class UserRegistered(Aggregate.Created):
+        email: str
+        name: str
+        password_hash: str
+
+    class OrganizationJoined(Aggregate.Event):
+        organization_id: UUID
+        # The role granted on joining; the organization holds the current one.
+        role: str
 
     @staticmethod
     def id_for(email: str) -> UUID:
@@ -75,7 +85,7 @@ class User(Aggregate):
         # the first one on version 1 in the event store: uniqueness without a lookup.
         return User.id_for(email)
 
-    @event("UserRegistered")
+    @event(UserRegistered)
     def __init__(self, email: str, name: str, password_hash: str) -> None:
         self.email = email
         self.name = name
@@ -99,17 +109,36 @@ class User(Aggregate):
             raise AlreadyMember(self.id, organization_id)
         self._organization_joined(organization_id, check_role(role))
 
-    @event("OrganizationJoined")
+    @event(OrganizationJoined)
     def _organization_joined(self, organization_id: UUID, role: str) -> None:
-        # The role here is the one granted on joining; the organization holds the
-        # current one.
         self.organization_ids.append(organization_id)
 
 
 class Organization(Aggregate):
     """A tenant: its members and their roles, its teams and their workspaces."""
 
-    @event("OrganizationCreated")
+    class OrganizationCreated(Aggregate.Created):
+        name: str
+        owner_id: UUID
+
+    class MemberAdded(Aggregate.Event):
+        user_id: UUID
+        role: Role
+
+    class MemberRoleChanged(Aggregate.Event):
+        user_id: UUID
+        role: Role
+
+    class TeamCreated(Aggregate.Event):
+        team_id: UUID
+        name: str
+
+    class WorkspaceCreated(Aggregate.Event):
+        workspace_id: UUID
+        team_id: UUID
+        name: str
+
+    @event(OrganizationCreated)
     def __init__(self, name: str, owner_id: UUID) -> None:
         self.name = name
         self.owner_id = owner_id
@@ -136,7 +165,7 @@ class Organization(Aggregate):
             raise AlreadyMember(user_id, self.id)
         self._member_added(user_id, check_role(role))
 
-    @event("MemberAdded")
+    @event(MemberAdded)
     def _member_added(self, user_id: UUID, role: Role) -> None:
         self.members[user_id] = role
 
@@ -151,7 +180,7 @@ class Organization(Aggregate):
         if current != checked:
             self._member_role_changed(user_id, checked)
 
-    @event("MemberRoleChanged")
+    @event(MemberRoleChanged)
     def _member_role_changed(self, user_id: UUID, role: Role) -> None:
         self.members[user_id] = role
 
@@ -162,7 +191,7 @@ class Organization(Aggregate):
             raise InvalidCommand(f"team {team_id} already exists")
         self._team_created(team_id, check_name(name, "team name"))
 
-    @event("TeamCreated")
+    @event(TeamCreated)
     def _team_created(self, team_id: UUID, name: str) -> None:
         self.teams[team_id] = name
 
@@ -173,7 +202,7 @@ class Organization(Aggregate):
             raise InvalidCommand(f"workspace {workspace_id} already exists")
         self._workspace_created(workspace_id, team_id, check_name(name, "workspace name"))
 
-    @event("WorkspaceCreated")
+    @event(WorkspaceCreated)
     def _workspace_created(self, workspace_id: UUID, team_id: UUID, name: str) -> None:
         self.workspaces[workspace_id] = (team_id, name)
 
@@ -181,7 +210,18 @@ class Organization(Aggregate):
 class TokenFamily(Aggregate):
     """The refresh tokens (and access tokens) of one login, revoked together."""
 
-    @event("TokenFamilyStarted")
+    class TokenFamilyStarted(Aggregate.Created):
+        user_id: UUID
+        refresh_jti: str
+
+    class RefreshTokenRotated(Aggregate.Event):
+        previous_jti: str
+        next_jti: str
+
+    class TokenFamilyRevoked(Aggregate.Event):
+        reason: str
+
+    @event(TokenFamilyStarted)
     def __init__(self, user_id: UUID, refresh_jti: str) -> None:
         self.user_id = user_id
         # Only the newest refresh token may be spent; any other is a replay.
@@ -212,7 +252,7 @@ class TokenFamily(Aggregate):
             raise InvalidCommand("the next refresh token needs a new id")
         self._refresh_token_rotated(presented_jti, next_jti)
 
-    @event("RefreshTokenRotated")
+    @event(RefreshTokenRotated)
     def _refresh_token_rotated(self, previous_jti: str, next_jti: str) -> None:
         self.refresh_jti = next_jti
 
@@ -221,7 +261,25 @@ class TokenFamily(Aggregate):
         if not self.revoked:
             self._revoked(reason)
 
-    @event("TokenFamilyRevoked")
+    @event(TokenFamilyRevoked)
     def _revoked(self, reason: str) -> None:
         self.revoked = True
         self.revoked_reason = reason
+
+
+# Every event of each aggregate: a `match` over one ending in `assert_never` is
+# checked for completeness by mypy.
+UserEvent = User.UserRegistered | User.OrganizationJoined
+OrganizationEvent = (
+    Organization.OrganizationCreated
+    | Organization.MemberAdded
+    | Organization.MemberRoleChanged
+    | Organization.TeamCreated
+    | Organization.WorkspaceCreated
+)
+TokenFamilyEvent = (
+    TokenFamily.TokenFamilyStarted
+    | TokenFamily.RefreshTokenRotated
+    | TokenFamily.TokenFamilyRevoked
+)
+AccountEvent = UserEvent | OrganizationEvent | TokenFamilyEvent

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
+from typing import get_args
 from uuid import UUID
 
 import pytest
 from eventsourcing.persistence import StoredEvent
 
 from application.accounts import AccountService
-from domain.accounts import Organization, TokenFamily, User
+from domain.accounts import AccountEvent, Organization, TokenFamily, User
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "account_events_v1.json"
 
@@ -95,6 +97,10 @@ def test_each_stored_account_event_decodes_to_its_typed_class_and_encodes_back(
         aggregate_name, event_name = stored.topic.split(":")[1].split(".")
         aggregate_class = {"User": User, "Organization": Organization, "TokenFamily": TokenFamily}
         assert type(event) is getattr(aggregate_class[aggregate_name], event_name)
+        assert type(event) in get_args(AccountEvent), f"{stored.topic} is not an AccountEvent"
+        # The mapper restores any stored keys, so compare them with the declared fields.
+        declared = {f.name for f in fields(event)} - {"originator_id", "originator_version"}
+        assert declared == set(json.loads(stored.state)), stored.topic
         again = app.mapper.to_stored_event(event)
         assert json.loads(again.state) == json.loads(stored.state), stored.topic
 
