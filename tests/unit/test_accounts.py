@@ -374,6 +374,25 @@ def test_an_owner_creates_workspaces_in_its_default_team(app: AccountService) ->
         app.create_workspace(reg.user_id, "")
 
 
+def test_managers_create_teams_and_workspaces_in_them_and_others_cannot(
+    app: AccountService,
+) -> None:
+    ada = register(app)
+    vic = register(app, "vic@example.com")
+    app.add_member(ada.user_id, ada.organization_id, "vic@example.com", "member")
+    team = app.create_team(ada.user_id, " Research ")
+    assert (team.name, team.organization_id) == ("Research", ada.organization_id)
+    assert team.notification_id == last_id(app)
+    info = app.create_workspace(ada.user_id, "Papers", team_id=team.team_id)
+    assert info.team_id == team.team_id
+    with pytest.raises(Forbidden):
+        app.create_team(vic.user_id, "Mine", organization_id=ada.organization_id)
+    with pytest.raises(InvalidCommand):
+        app.create_team(ada.user_id, "")
+    with pytest.raises(OrganizationNotFound):
+        app.create_team(ada.user_id, "Elsewhere", organization_id=vic.organization_id)
+
+
 def test_another_tenant_cannot_see_or_use_a_workspace(app: AccountService) -> None:
     ada = register(app)
     bob = register(app, "bob@example.com")

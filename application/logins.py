@@ -1,0 +1,133 @@
+"""Use cases of signing up and logging in: register, log in, refresh, log out, authenticate."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from uuid import UUID, uuid4
+
+from eventsourcing.persistence import IntegrityError
+
+from application.account_store import AccountStore
+from application.passwords import Passwords, check_password_policy
+from application.tokens import Claims, Principal, TokenCodec, TokenPair, new_jti
+from domain.account_errors import (
+    EmailTaken,
+    InvalidCredentials,
+    InvalidToken,
+    TokenReused,
+    TokenRevoked,
+)
+from domain.accounts import Organization, TokenFamily, User, check_name, normalize_email
+from domain.errors import Conflict, InvalidCommand
+
+DEFAULT_TEAM_NAME = "Default"
+DEFAULT_WORKSPACE_NAME = "Default"
+# A login changed by another request while we worked on it is read again this often.
+FAMILY_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class Registration:
+    user_id: UUID
+    organization_id: UUID
+    team_id: UUID
+    workspace_id: UUID
+    notification_id: int
+
+
+class Logins(AccountStore):
+    """Registration, and the token family of each login."""
+
+    _tokens: TokenCodec
+    _passwords: Passwords
+
+    def register(self, email: str, password: str, name: str) -> Registration:
+        """A user with a personal organization, its default team and workspace: all or nothing."""
+        # Cheap checks before the deliberately expensive hash.
+        email, name = normalize_email(email), check_name(name)
+        check_password_policy(password)
+        user = User.register(email, name, self._passwords.hash(password))
+        organization = Organization.create(name, user.id)
+        team_id, workspace_id = uuid4(), uuid4()
+        organization.create_team(team_id, DEFAULT_TEAM_NAME)
+        organization.create_workspace(workspace_id, team_id, DEFAULT_WORKSPACE_NAME)
+        user.join_organization(organization.id, "owner")
+        try:
+            recordings = self.save(user, organization)
+        except IntegrityError:
+            # The user id is derived from the email: the email is taken (or was
+            # taken a moment ago by a concurrent registration).
+            raise EmailTaken() from None
+        return Registration(
+            user.id, organization.id, team_id, workspace_id, recordings[-1].notification.id
+        )
+
+    def login(self, email: str, password: str) -> TokenPair:
+        """Tokens for a new login; any failure is the same `InvalidCredentials`."""
+        try:
+            user = self._get(User, User.id_for(normalize_email(email)))
+        except InvalidCommand:
+            user = None
+        # Verified even when there is no user, so both failures take as long.
+        verified = self._passwords.verify(user.password_hash if user else None, password)
+        if user is None or not verified:
+            raise InvalidCredentials()
+        refresh_jti = new_jti()
+        family = TokenFamily.start(user.id, refresh_jti)
+        self._save(family)
+        return self._tokens.pair(user.id, family.id, refresh_jti)
+
+    def refresh(self, refresh_token: str) -> TokenPair:
+        """New tokens for a refresh token, which is then spent; a spent one revokes the login."""
+        claims = self._tokens.decode(refresh_token, typ="refresh")
+        next_jti = new_jti()
+        family = self._change_family(claims, lambda f: f.rotate(claims.jti, next_jti))
+        return self._tokens.pair(family.user_id, family.id, next_jti)
+
+    def logout(self, token: str) -> None:
+        """Revoke the login that `token` (refresh or access) belongs to."""
+        # Expiry is not checked: an expired access token may still end its login.
+        claims = self._tokens.decode(token, check_expiry=False)
+        self._change_family(claims, lambda f: f.revoke("logout"))
+
+    def authenticate(self, access_token: str) -> Principal:
+        """Who the access token speaks for, if its login is still live (one cached read)."""
+        claims = self._tokens.decode(access_token, typ="access")
+        if self._family(claims).revoked:
+            raise TokenRevoked()
+        return Principal(claims.user_id, claims.family_id, claims.expires_at)
+
+    # -- token families -----------------------------------------------------------
+
+    def _family(self, claims: Claims) -> TokenFamily:
+        family = self._get(TokenFamily, claims.family_id)
+        if family is None or family.user_id != claims.user_id:
+            raise InvalidToken()
+        return family
+
+    def _change_family(self, claims: Claims, command: Callable[[TokenFamily], None]) -> TokenFamily:
+        """Get the login, run the command, save; after a lost race, again on the news.
+
+        Two refreshes racing with one token: the loser finds the token spent by the
+        winner, which is a reuse, and revokes the login (no grace window).
+        """
+        for _ in range(FAMILY_ATTEMPTS):
+            family = self._family(claims)
+            try:
+                command(family)
+            except TokenReused:
+                # The command recorded the revocation: store it, then answer.
+                if self._saved(family):
+                    raise
+                continue
+            if self._saved(family):
+                return family
+        raise Conflict("the login changed too often meanwhile; try again")
+
+    def _saved(self, family: TokenFamily) -> bool:
+        try:
+            self.save(family)
+        except IntegrityError:
+            return False
+        return True
