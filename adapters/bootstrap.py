@@ -7,7 +7,9 @@ import contextlib
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from uuid import UUID
 
+from eventsourcing.application import Application
 from eventsourcing.postgres import (
     PostgresApplicationRecorder,
     PostgresFactory,
@@ -35,6 +37,7 @@ from application.runner import AgentRunner, EngineSettings
 from application.runs import RunScheduler
 from application.sessions import SessionService
 from application.tools.registry import ToolRegistry
+from projections.accounts import AccountsView
 from projections.confirmations import ConfirmationsView
 from projections.runner import ProjectionRunner
 from projections.sessions import SessionsView
@@ -63,6 +66,16 @@ class Container:
         assert isinstance(recorder, PostgresApplicationRecorder)
         return recorder
 
+    @property
+    def accounts_recorder(self) -> PostgresApplicationRecorder:
+        recorder = self.accounts.recorder
+        assert isinstance(recorder, PostgresApplicationRecorder)
+        return recorder
+
+    def log_of(self, view: str) -> Application[UUID]:
+        """The application whose event log feeds the read model named `view`."""
+        return self.accounts if view == AccountsView.name else self.sessions
+
     def close(self) -> None:
         self.bridge.close()
         self.sessions.close()
@@ -83,6 +96,7 @@ def build(settings: Settings, *, database_url: str, nats_url: str) -> Container:
             SessionsView(factory.datastore),
             WorkingMemoryView(factory.datastore),
             ConfirmationsView(factory.datastore),
+            AccountsView(factory.datastore),
         )
     }
     checkpoints = PostgresTrackingRecorder(factory.datastore, tracking_table_name=TRACKING_TABLE)
@@ -109,6 +123,7 @@ class Services:
     relay_batch_size: int = 256
     stream_factory: Callable[[JetStreamContext, str], EventStream] = EventStream
     relay: Relay | None = None
+    accounts_relay: Relay | None = None
     runners: dict[str, ProjectionRunner] = field(default_factory=dict)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _nats: NATS | None = None
@@ -129,28 +144,38 @@ class Services:
         c = self.container
         nc = await connect_nats(c.nats_url, name="tokendance")
         self._nats = nc
-        stream = self.stream_factory(nc.jetstream(), c.settings.nats_stream)
+        # One stream per application log (each relay's checkpoint is named after it).
+        streams = {
+            c.sessions.name: self.stream_factory(nc.jetstream(), c.settings.nats_stream),
+            c.accounts.name: self.stream_factory(nc.jetstream(), c.settings.nats_accounts_stream),
+        }
         if self.relay_enabled:
-            self.relay = Relay(
-                database_url=c.database_url,
-                recorder=c.recorder,
-                checkpoints=c.checkpoints,
-                bridge=c.bridge,
-                stream=stream,
-                channel=c.recorder.channel_name,
-                batch_size=self.relay_batch_size,
-            )
-            self._spawn(self.relay.run(), "relay")
+            self.relay = self._start_relay(c.recorder, streams[c.sessions.name])
+            self.accounts_relay = self._start_relay(c.accounts_recorder, streams[c.accounts.name])
         if self.projections_enabled:
-            await stream.ensure()
+            for stream in streams.values():
+                await stream.ensure()
             for name, view in c.views.items():
-                feed = JetStreamFeed(stream, f"projection-{name}")
-                runner = ProjectionRunner(
-                    view, mapper=c.sessions.mapper, feed=feed, bridge=c.bridge
-                )
+                app = c.log_of(name)
+                feed = JetStreamFeed(streams[app.name], f"projection-{name}")
+                runner = ProjectionRunner(view, mapper=app.mapper, feed=feed, bridge=c.bridge)
                 self.runners[name] = runner
                 self._spawn(runner.run(), f"projection {name}")
         connected.set()
+
+    def _start_relay(self, recorder: PostgresApplicationRecorder, stream: EventStream) -> Relay:
+        c = self.container
+        relay = Relay(
+            database_url=c.database_url,
+            recorder=recorder,
+            checkpoints=c.checkpoints,
+            bridge=c.bridge,
+            stream=stream,
+            channel=recorder.channel_name,
+            batch_size=self.relay_batch_size,
+        )
+        self._spawn(relay.run(), f"relay {stream.name}")
+        return relay
 
     def _spawn(self, coro: Coroutine[object, object, None], name: str) -> None:
         self._tasks.append(asyncio.create_task(coro, name=name))

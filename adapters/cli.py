@@ -159,11 +159,9 @@ def _rebuild(settings: Settings, args: argparse.Namespace) -> None:
                     bar.total = target
                     bar.update(position - bar.n)
 
+                log = container.log_of(name)  # the accounts view reads the accounts' log
                 report = rebuild(
-                    container.views[name],
-                    container.recorder,
-                    container.sessions.mapper,
-                    on_progress=progress,
+                    container.views[name], log.recorder, log.mapper, on_progress=progress
                 )
             print(
                 f"rebuilt {name}: {report.events} events up to notification id "

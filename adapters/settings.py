@@ -143,6 +143,12 @@ class Settings:
         return path.read_text().strip()
 
     @property
+    def nats_accounts_stream(self) -> str:
+        """The stream of the accounts' log: its notification ids are a sequence of their
+        own, so they never share a dedup window or a predecessor chain with the sessions'."""
+        return f"{self.nats_stream}_ACCOUNTS"
+
+    @property
     def thread_pool_size(self) -> int:
         return self.db_pool_size + self.db_max_overflow
 
