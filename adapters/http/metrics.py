@@ -135,7 +135,10 @@ class StoreCollector:
             labels=["view"],
         )
         for name, view in container.views.items():
-            lag.add_metric([name], max(head - view.position(), 0))
+            # Against the log the view reads (the accounts view: the accounts' log).
+            log = container.log_of(name)
+            log_head = head if log is container.sessions else log.recorder.max_notification_id()
+            lag.add_metric([name], max((log_head or 0) - view.position(), 0))
         yield lag
         tokens = CounterMetricFamily(
             "tokendance_model_tokens", "Model tokens over all sessions", labels=["kind"]

@@ -58,10 +58,16 @@ async def health_report(api: Api) -> Health:
         else None
     )
     projections = []
+    # A view's lag is against the log it reads (the accounts view: the accounts' log).
+    heads = {container.sessions.name: head}
     for name, view in container.views.items():
+        log = container.log_of(name)
+        if log.name not in heads:
+            heads[log.name] = await container.bridge(log.recorder.max_notification_id) or 0
         runner = services.runners.get(name)
         position = await container.bridge(view.position)
         error = str(runner.error) if runner is not None and runner.error else None
-        projections.append(ProjectionHealth(name, position, max(head - position, 0), error))
+        lag = max(heads[log.name] - position, 0)
+        projections.append(ProjectionHealth(name, position, lag, error))
     failed = any(p.error for p in projections)
     return Health("degraded" if failed else "ok", head, relay_health, projections)
