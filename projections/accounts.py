@@ -15,7 +15,7 @@ from uuid import UUID
 from psycopg import Cursor
 from psycopg.rows import DictRow
 
-from application.accounts import WorkspaceInfo
+from application.accounts import AccountService, WorkspaceInfo
 from domain.accounts import AccountEvent, Organization, Role, TokenFamily, User, check_role
 from projections.view import Event, View
 
@@ -187,6 +187,23 @@ class AccountsView(View):
                 table: list(conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall())
                 for table in TABLES
             }
+
+
+class WorkspaceDirectory:
+    """The workspaces a user may enter, from the read model when it is current."""
+
+    def __init__(self, view: AccountsView, accounts: AccountService) -> None:
+        self.view = view
+        self.accounts = accounts
+
+    def workspaces_of(self, user_id: UUID) -> list[WorkspaceInfo]:
+        """From the view if it has applied every account write committed so far (the
+        caller's own included: read-your-writes), else from the aggregates at once;
+        a just-registered user is answered by the write side, not kept waiting."""
+        head = self.accounts.recorder.max_notification_id() or 0
+        if self.view.position() >= head:
+            return self.view.workspaces_of(user_id)
+        return self.accounts.workspaces_of(user_id)
 
 
 def _register(curs: Cursor[DictRow], user_id: UUID, email: str, name: str, event: Event) -> None:

@@ -16,6 +16,7 @@ from application.accounts import AccountService, Principal
 from domain.account_errors import WorkspaceNotFound
 from domain.errors import SessionNotFound
 from domain.session import AgentSession
+from projections.accounts import AccountsView, WorkspaceDirectory
 from projections.confirmations import ConfirmationsView
 from projections.sessions import SessionsView
 from projections.working_memory import WorkingMemoryView
@@ -58,6 +59,12 @@ class Api:
         view = self.container.views["confirmations"]
         assert isinstance(view, ConfirmationsView)
         return view
+
+    @property
+    def workspaces(self) -> WorkspaceDirectory:
+        view = self.container.views["accounts"]
+        assert isinstance(view, AccountsView)
+        return WorkspaceDirectory(view, self.accounts)
 
     async def workspace(
         self, principal: Principal, workspace_id: UUID, *, write: bool = False

@@ -56,7 +56,7 @@ class WorkspaceController(Controller):
 
     @get("/")
     async def list_workspaces(self, request: Caller, api: Api) -> list[WorkspaceOut]:
-        found = await api.call(api.accounts.workspaces_of, request.user.user_id)
+        found = await api.call(api.workspaces.workspaces_of, request.user.user_id)
         return [_workspace(w) for w in found]
 
     @post("/", status_code=HTTP_201_CREATED)

@@ -139,6 +139,34 @@ def test_another_tenant_gets_404_for_everything_of_mine_and_changes_nothing(
     assert theirs["items"] == [] and theirs["total"] == 0
 
 
+def accounts_lag(http: httpx.Client) -> int:
+    health = http.get("/health").json()
+    return int(next(p["lag"] for p in health["projections"] if p["name"] == "accounts"))
+
+
+def test_the_workspace_list_answers_the_same_before_and_after_the_read_model_has_it(
+    start_server: StartServer,
+) -> None:
+    server = start_server(None)
+    anon = server.client()
+    c = sign_up(anon, "carol@example.com")
+    carol = as_user(server, c["access_token"])
+    first = carol.get("/api/v1/workspaces/")
+    assert first.status_code == 200, first.text
+    (default,) = first.json()
+    assert set(default) == {"id", "name", "organization_id", "team_id", "role"}
+    assert (default["id"], default["name"], default["organization_id"], default["role"]) == (
+        c["workspace_id"], "Default", c["organization_id"], "owner",
+    )  # fmt: skip
+    made = carol.post("/api/v1/workspaces/", json={"name": "Research"})
+    assert made.status_code == 201, made.text
+    # At once, whether or not the read model has applied the new workspace yet.
+    right_after = carol.get("/api/v1/workspaces/").json()
+    assert right_after == [default, made.json()]
+    wait_until(lambda: accounts_lag(anon) == 0)
+    assert carol.get("/api/v1/workspaces/").json() == right_after
+
+
 # -- tokens ---------------------------------------------------------------------------
 
 

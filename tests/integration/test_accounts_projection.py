@@ -13,7 +13,7 @@ from eventsourcing.persistence import StoredEvent
 
 from adapters.bootstrap import Container, Services
 from application.accounts import AccountService, Registration
-from projections.accounts import AccountsView, MemberRow
+from projections.accounts import AccountsView, MemberRow, WorkspaceDirectory
 from projections.rebuild import rebuild
 from projections.view import ProjectionError
 from tests.integration.support import eventually, stream_notification_ids
@@ -167,3 +167,21 @@ def test_the_rebuild_command_rebuilds_the_accounts_view_from_the_accounts_log(
     assert f"rebuilt accounts: {head} events up to notification id {head}" in done.stdout
     view = accounts_view(container)
     assert view.workspaces_of(ada.user_id) == accounts.workspaces_of(ada.user_id)
+
+
+def test_the_workspace_list_comes_from_the_view_when_current_else_from_the_aggregates(
+    container: Container, accounts: AccountService
+) -> None:
+    ada = register(accounts, "ada")
+    view = accounts_view(container)
+    directory = WorkspaceDirectory(view, accounts)
+    assert directory.workspaces_of(ada.user_id) == accounts.workspaces_of(ada.user_id)
+
+    rebuild(view, accounts.recorder, accounts.mapper)
+    # Marks the view's rows, so an answer shows where it came from.
+    with view.datastore.transaction(commit=True) as curs:
+        curs.execute("UPDATE accounts_workspaces SET name = name || ' (view)'")
+    assert [w.name for w in directory.workspaces_of(ada.user_id)] == ["Default (view)"]
+
+    accounts.create_workspace(ada.user_id, "Fresh")  # the view has not applied it
+    assert [w.name for w in directory.workspaces_of(ada.user_id)] == ["Default", "Fresh"]
