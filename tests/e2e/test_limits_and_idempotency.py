@@ -347,7 +347,7 @@ def test_metrics_show_requests_streams_events_lags_and_tokens(start_server: Star
             lags = [v for (name, _), v in m.items() if name == "tokendance_projection_lag_events"]
             ready = (
                 m[("tokendance_sse_streams_open", ())] == 0
-                and len(lags) == 3
+                and len(lags) == 4  # sessions, working_memory, confirmations, accounts
                 and not any(lags)
                 and m.get(("tokendance_relay_lag_events", ())) == 0
                 and m[("tokendance_model_tokens_total", (("kind", "input"),))] == 1200

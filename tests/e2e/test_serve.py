@@ -57,6 +57,7 @@ def test_serve_starts_everything_answers_health_and_stops_cleanly(data_root: Pat
             "sessions",
             "working_memory",
             "confirmations",
+            "accounts",
         ]
         postgres_pid = int((data_dir / "postgres" / "postmaster.pid").read_text().split()[0])
     finally:
