@@ -81,8 +81,9 @@ async def _run_session(container: Container, engine: Engine, question: str) -> U
     end = await engine.scheduler.wait(session_id)
     print(f"run ended: {end}\n")
     head = await container.bridge(container.recorder.max_notification_id) or 0
-    for view in container.views.values():
-        await container.bridge(view.wait_for, head, 30.0)
+    for name, view in container.views.items():
+        if container.log_of(name) is container.sessions:  # not the accounts' log
+            await container.bridge(view.wait_for, head, 30.0)
     return session_id
 
 
