@@ -25,6 +25,7 @@ from application.tools.registry import ToolRegistry
 from domain.context import ContextBuilder, ContextFrame, fold_messages
 from domain.conversation import Message, ModelRequest, ModelTurn, TextBlock
 from domain.policies import REBOOT_QUESTIONS, needs_compaction
+from domain.values import SessionSettings
 
 RunEnd = Literal["completed", "failed", "suspended", "not_active"]
 WORKER = f"{socket.gethostname()}:{os.getpid()}"
@@ -115,15 +116,13 @@ class AgentRunner:
             if await self.tool_calls.work_through(state) == "suspended":
                 return "suspended"
 
-    def frame(self, settings: dict[str, object]) -> ContextFrame:
+    def frame(self, settings: SessionSettings) -> ContextFrame:
         """The frozen part of every request of a session."""
         system = self.settings.system_prompt
-        allowed = settings.get("allowed_tools")
-        if isinstance(allowed, list):
-            system += "\n\nIn this session you may only use these tools: " + ", ".join(
-                str(a) for a in allowed
-            )
-        model = settings.get("model") or self.settings.model
+        if settings.allowed_tools is not None:
+            allowed = ", ".join(settings.allowed_tools)
+            system += f"\n\nIn this session you may only use these tools: {allowed}"
+        model = settings.model or self.settings.model
         return ContextFrame(
             system=system,
             tools=self.tools.specs(),
@@ -133,11 +132,13 @@ class AgentRunner:
         )
 
     def _limit_reached(self, state: RunState) -> str | None:
-        limit = state.settings.get("max_iterations", self.settings.max_iterations)
-        if isinstance(limit, int) and state.turns >= limit:
+        limit = state.settings.max_iterations
+        if limit is None:
+            limit = self.settings.max_iterations
+        if state.turns >= limit:
             return "max_iterations"
-        budget = state.settings.get("token_budget")
-        if isinstance(budget, int) and state.ledger.tokens_used >= budget:
+        budget = state.settings.token_budget
+        if budget is not None and state.ledger.tokens_used >= budget:
             return "token_budget"
         return None
 

@@ -400,7 +400,7 @@ class AgentSession(Aggregate):
 
     def update_plan(self, items: list[PlanItem]) -> None:
         self._check_open()
-        self._plan_updated(list(items))
+        self._plan_updated([PlanItem.of(i.to_json()) for i in items])  # checked, trimmed
 
     @event(PlanUpdated)
     def _plan_updated(self, items: list[PlanItem]) -> None:
@@ -410,7 +410,7 @@ class AgentSession(Aggregate):
         self._check_open()
         if not text.strip():
             raise InvalidCommand("a finding needs text")
-        self._finding_recorded(text.strip(), list(citations))
+        self._finding_recorded(text.strip(), [Citation.of(c.to_json()) for c in citations])
 
     @event(FindingRecorded)
     def _finding_recorded(self, text: str, citations: list[Citation]) -> None:

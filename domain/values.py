@@ -76,9 +76,8 @@ class Citation:
     def of(cls, raw: object) -> Citation:
         if not isinstance(raw, dict) or not str(raw.get("url", "")).strip():
             raise InvalidCommand("every citation needs a url")
-        return cls(
-            str(raw["url"]).strip(), str(raw.get("title") or ""), str(raw.get("blob_ref") or "")
-        )
+        url, title = str(raw["url"]).strip(), str(raw.get("title") or "").strip()
+        return cls(url, title, str(raw.get("blob_ref") or ""))
 
     def to_json(self) -> dict[str, str]:
         return {"url": self.url, "title": self.title, "blob_ref": self.blob_ref}

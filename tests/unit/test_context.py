@@ -23,7 +23,7 @@ from domain.conversation import (
     ToolUseBlock,
     Usage,
 )
-from domain.session import ToolResultStatus
+from domain.values import PlanItem, ToolResultStatus
 
 QUERY_SCHEMA: dict[str, object] = {
     "type": "object",
@@ -77,7 +77,7 @@ class Session:
         self.app.record_tool_result(self.id, tool_use_id, "success", result)
 
     def plan(self, *items: tuple[str, str]) -> None:
-        self.app.update_plan(self.id, [{"title": t, "status": s} for t, s in items])
+        self.app.update_plan(self.id, [PlanItem(t, s) for t, s in items])
 
 
 def blocks_of(request: ModelRequest) -> list[ContentBlock]:

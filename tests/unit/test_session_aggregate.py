@@ -16,7 +16,7 @@ from domain.errors import (
     SessionClosed,
     SessionNotFound,
 )
-from domain.session import MAX_MESSAGE_BYTES
+from domain.values import MAX_MESSAGE_BYTES, PlanItem
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_a_whole_run_is_recorded_in_order(app: SessionService) -> None:
     )
     app.record_assistant_turn(sid, run, turn, latency_ms=120)
     app.request_tool_call(sid, "toolu_1", "update_plan", {"items": []})
-    app.update_plan(sid, [{"title": "Book flights", "status": "in_progress"}])
+    app.update_plan(sid, [PlanItem("Book flights", "in_progress")])
     app.record_tool_result(sid, "toolu_1", "success", "plan updated", duration_ms=3)
     app.complete_run(sid, run)
     assert kinds(app, sid) == [
@@ -157,9 +157,9 @@ def test_titles_must_be_sensible(app: SessionService, title: str) -> None:
 def test_plan_items_need_a_title_and_a_known_status(app: SessionService) -> None:
     sid = start(app)
     with pytest.raises(InvalidCommand):
-        app.update_plan(sid, [{"title": "ok", "status": "someday"}])
+        app.update_plan(sid, [PlanItem("ok", "someday")])
     with pytest.raises(InvalidCommand):
-        app.update_plan(sid, [{"title": " "}])
+        app.update_plan(sid, [PlanItem(" ")])
 
 
 def test_a_session_can_be_read_at_an_earlier_version(app: SessionService) -> None:

@@ -7,7 +7,9 @@ regenerated.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -15,13 +17,16 @@ from uuid import UUID
 import pytest
 from eventsourcing.persistence import StoredEvent
 
+from adapters.http.sse import payloads
 from application.sessions import SessionService
 from domain.context import ContextFrame, build_request
 from domain.conversation import ToolSpec, request_text
 from domain.events import SessionEvent
 from domain.session import AgentSession
 from domain.values import Citation, PlanItem, SessionSettings
-from domain.working_memory import fold_all, render
+from domain.working_memory import fold_all
+from domain.working_memory_render import render
+from tests.unit.sse_check import checked, without_timestamps
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "stored_events_v1.json"
 
@@ -109,3 +114,22 @@ def test_new_events_round_trip_through_the_store(fixture: dict[str, Any]) -> Non
     again = SessionService(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
     again.recorder.insert_events([again.mapper.to_stored_event(e) for e in events])
     assert list(again.session_events(session_id(fixture))) == events
+
+
+def test_old_events_map_to_the_sse_payloads_of_the_same_events_written_now(
+    fixture: dict[str, Any],
+) -> None:
+    old = events_of(fixture)
+    now = datetime.now(UTC)
+    again = SessionService(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    again.recorder.insert_events(
+        [again.mapper.to_stored_event(dataclasses.replace(e, timestamp=now)) for e in old]
+    )
+    new = list(again.session_events(session_id(fixture)))
+    assert [e.timestamp for e in new] == [now] * len(old)
+
+    def documents(events: list[SessionEvent]) -> list[object]:
+        return [without_timestamps(checked(p)) for e in events for p in payloads(e)]
+
+    assert documents(old) == documents(new)
+    assert len(documents(old)) > len(old)  # a turn with thinking sends two payloads

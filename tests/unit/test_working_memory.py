@@ -11,14 +11,10 @@ import pytest
 
 from application.sessions import SessionService
 from domain.conversation import ModelTurn, TextBlock, Usage
-from domain.working_memory import (
-    SessionEvent,
-    WorkingMemory,
-    WorkingMemoryState,
-    fold,
-    fold_all,
-    render,
-)
+from domain.values import Citation, PlanItem
+from domain.events import SessionEvent
+from domain.working_memory import WorkingMemory, WorkingMemoryState, fold, fold_all
+from domain.working_memory_render import render
 
 
 @pytest.fixture
@@ -54,15 +50,15 @@ def test_a_new_session_has_three_documents_that_say_nothing_yet(app: SessionServ
 
 def test_a_new_plan_replaces_the_old_one_and_shows_each_status(app: SessionService) -> None:
     sid = start(app)
-    app.update_plan(sid, [{"title": "Old step", "status": "pending"}])
+    app.update_plan(sid, [PlanItem("Old step", "pending")])
     app.update_plan(
         sid,
         [
-            {"title": "Search reviews", "status": "done"},
-            {"title": "Compare\nprices", "status": "in_progress"},
-            {"title": "Write report", "status": "pending"},
-            {"title": "Ask the vendor", "status": "skipped"},
-            {"title": "Pick one", "status": "done"},
+            PlanItem("Search reviews", "done"),
+            PlanItem("Compare\nprices", "in_progress"),
+            PlanItem("Write report", "pending"),
+            PlanItem("Ask the vendor", "skipped"),
+            PlanItem("Pick one", "done"),
         ],
     )
     wm = memory(app, sid)
@@ -88,16 +84,18 @@ def test_findings_list_their_citations_and_each_source_once(app: SessionService)
         sid,
         "The X1 weighs 1.1 kg.\nIts battery lasts 12 h.",
         [
-            {"url": "https://a.example/x1", "title": "X1 review", "blob_ref": "sha256:aa"},
-            {"url": "https://b.example/specs"},
+            Citation.of(
+                {"url": "https://a.example/x1", "title": "X1 review", "blob_ref": "sha256:aa"}
+            ),
+            Citation.of({"url": "https://b.example/specs"}),
         ],
     )
     app.record_finding(
         sid,
         "The X1 costs 1500 EUR.",
         [
-            {"url": "https://b.example/specs", "title": "Specs [2024]"},
-            {"url": "https://a.example/x1"},
+            Citation.of({"url": "https://b.example/specs", "title": "Specs [2024]"}),
+            Citation.of({"url": "https://a.example/x1"}),
         ],
     )
     app.record_finding(sid, "Nobody sells the Y2 any more.", [])
@@ -179,8 +177,8 @@ def test_events_that_change_no_document_leave_the_state_untouched(app: SessionSe
 
 def test_the_state_survives_a_json_round_trip(app: SessionService) -> None:
     sid = start(app)
-    app.update_plan(sid, [{"title": "Search", "status": "in_progress"}])
-    app.record_finding(sid, "Found it", [{"url": "https://a.example", "title": "A"}])
+    app.update_plan(sid, [PlanItem("Search", "in_progress")])
+    app.record_finding(sid, "Found it", [Citation.of({"url": "https://a.example", "title": "A"})])
     app.note_progress(sid, "Half way")
     app.request_tool_call(sid, "t1", "web_search", {"q": "x"})
     state = fold_all(events(app, sid))
