@@ -2,44 +2,37 @@
 
 from __future__ import annotations
 
+from typing import Protocol, Self
+
 from eventsourcing.persistence import JSONTranscoder, Transcoding
 
 from domain.values import Citation, PlanItem, SessionSettings
 
 
-class PlanItemAsDict(Transcoding):
-    type = PlanItem
-    name = "plan_item"
+class ValueObject(Protocol):
+    """A value object that knows its JSON shape: `to_json`, and `of` to read it back."""
 
-    def encode(self, obj: PlanItem) -> dict[str, str]:
+    @classmethod
+    def of(cls, raw: object) -> Self: ...
+
+    def to_json(self) -> object: ...
+
+
+class AsJson(Transcoding):
+    """Stores a value object as its JSON shape, under a name that never changes."""
+
+    def __init__(self, value_type: type[ValueObject], name: str) -> None:
+        self.type = self.value_type = value_type
+        self.name = name
+
+    def encode(self, obj: ValueObject) -> object:
         return obj.to_json()
 
-    def decode(self, data: dict[str, str]) -> PlanItem:
-        return PlanItem.of(data)
-
-
-class CitationAsDict(Transcoding):
-    type = Citation
-    name = "citation"
-
-    def encode(self, obj: Citation) -> dict[str, str]:
-        return obj.to_json()
-
-    def decode(self, data: dict[str, str]) -> Citation:
-        return Citation.of(data)
-
-
-class SessionSettingsAsDict(Transcoding):
-    type = SessionSettings
-    name = "session_settings"
-
-    def encode(self, obj: SessionSettings) -> dict[str, object]:
-        return obj.to_json()
-
-    def decode(self, data: dict[str, object]) -> SessionSettings:
-        return SessionSettings.of(data)
+    def decode(self, data: object) -> ValueObject:
+        return self.value_type.of(data)
 
 
 def register_value_objects(transcoder: JSONTranscoder) -> None:
-    for transcoding in (PlanItemAsDict(), CitationAsDict(), SessionSettingsAsDict()):
-        transcoder.register(transcoding)
+    transcoder.register(AsJson(PlanItem, "plan_item"))
+    transcoder.register(AsJson(Citation, "citation"))
+    transcoder.register(AsJson(SessionSettings, "session_settings"))
