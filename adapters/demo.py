@@ -8,10 +8,7 @@ from uuid import UUID, uuid4
 
 from eventsourcing.domain import AggregateEvent
 
-from adapters.bootstrap import Container, Engine, Services, build_engine
-from adapters.llm.scripted import load_llm_spec
-from adapters.llm.tokens import TiktokenCounter
-from adapters.nats.live import NatsDeltaSink
+from adapters.bootstrap import Container, Engine, System, replay_engine
 from application.replay import ReplayReport, replay
 from projections.sessions import SessionsView
 from projections.working_memory import WorkingMemoryView
@@ -52,22 +49,14 @@ def _turn(d: dict[str, object]) -> str:
     return f"[{kinds}] {tokens}"
 
 
-async def run_demo(container: Container, question: str = DEMO_QUESTION) -> bool:
+async def run_demo(system: System, question: str = DEMO_QUESTION) -> bool:
     """Run one scripted session on the real servers and print what a user would want to see."""
-    services = Services(container)
-    await services.start()
-    llm = None if container.settings.llm else load_llm_spec("scripted:demo")
-    engine = build_engine(
-        container,
-        llm=llm,
-        deltas=NatsDeltaSink(lambda: services.nats, container.settings.nats_stream),
-    )
+    await system.services.start()
     try:
-        session_id = await _run_session(container, engine, question)
-        return await _report(container, engine, session_id)
+        session_id = await _run_session(system.container, system.engine, question)
+        return await _report(system.container, system.engine, session_id)
     finally:
-        await engine.scheduler.close()
-        await services.stop()
+        await system.stop()
 
 
 async def _run_session(container: Container, engine: Engine, question: str) -> UUID:
@@ -117,13 +106,7 @@ async def _report(container: Container, engine: Engine, session_id: UUID) -> boo
 
 
 async def replay_events(engine: Engine, events: Sequence[AggregateEvent]) -> ReplayReport:
-    return await replay(
-        events,
-        tools=engine.runner.tools,
-        blobs=engine.blobs,
-        counter=TiktokenCounter(),
-        settings=engine.runner.settings,
-    )
+    return await replay(events, engine=replay_engine(engine.runner))
 
 
 def print_replay(report: ReplayReport) -> None:
@@ -135,17 +118,11 @@ def print_replay(report: ReplayReport) -> None:
     print(f"  stored:   {d.expected}\n  replayed: {d.got}")
 
 
-async def run_replay(container: Container, session_id: UUID) -> bool:
-    events: list[AggregateEvent] = list(container.sessions.session_events(session_id))  # type: ignore[arg-type]
+async def run_replay(system: System, session_id: UUID) -> bool:
+    events: list[AggregateEvent] = list(system.container.sessions.session_events(session_id))  # type: ignore[arg-type]
     if not events:
         print(f"session {session_id} has no events")
         return False
-    engine = build_engine(container, deltas=_NoDeltas())
-    report = await replay_events(engine, events)
+    report = await replay_events(system.engine, events)
     print_replay(report)
     return report.identical
-
-
-class _NoDeltas:
-    async def publish(self, session_id: UUID, delta: object) -> None:
-        pass

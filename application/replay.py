@@ -16,10 +16,9 @@ from dataclasses import dataclass, fields
 from typing import assert_never, cast
 from uuid import UUID
 
-from application.bridge import SyncBridge
-from application.ports import BlobStore, LLMError, TokenCounter
+from application.ports import LLM, BlobStore, LLMError
 from application.run_state import RunState
-from application.runner import AgentRunner, EngineSettings
+from application.runner import AgentRunner
 from application.runs import internal_failure
 from application.sessions import SessionService
 from application.tool_calls import ToolCalls
@@ -130,35 +129,24 @@ class ReplayToolCalls(ToolCalls):
         )  # fmt: skip
 
 
-async def replay(
-    stored: Sequence[SessionEvent],
-    *,
-    tools: ToolRegistry,
-    blobs: BlobStore,
-    counter: TokenCounter,
-    settings: EngineSettings,
-) -> ReplayReport:
+ReplayEngine = Callable[[LLM], AgentRunner]
+"""Builds the engine a replay drives, around the given model, on a new empty store
+(`adapters.bootstrap.replay_engine`); the replay closes its bridge when done."""
+
+
+async def replay(stored: Sequence[SessionEvent], *, engine: ReplayEngine) -> ReplayReport:
     """Replay `stored` (one session's events, in order) and compare."""
-    target = SessionService(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
-    bridge = SyncBridge(2)
     sid = stored[0].originator_id
-    # What no engine produced: the start, and for a fork the log it was given.
-    target.events.put(list(stored[: _given(stored)]))
 
     def position() -> int:
         return target.get_session(sid).version
 
     llm = ReplayLLM(stored, position)
-
-    class _Null:
-        async def publish(self, session_id: UUID, delta: object) -> None:
-            pass
-
-    runner = AgentRunner(
-        sessions=target, bridge=bridge, llm=llm, tools=tools, blobs=blobs,
-        counter=counter, deltas=_Null(), settings=settings,
-    )  # fmt: skip
-    runner.tool_calls = ReplayToolCalls(tools, blobs, stored)
+    runner = engine(llm)
+    target, bridge = runner.sessions, runner.bridge
+    # What no engine produced: the start, and for a fork the log it was given.
+    target.events.put(list(stored[: _given(stored)]))
+    runner.tool_calls = ReplayToolCalls(runner.tools, runner.tool_calls.blobs, stored)
     try:
         while position() < len(stored):
             before = position()
