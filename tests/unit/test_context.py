@@ -8,8 +8,8 @@ from uuid import UUID, uuid4
 
 import pytest
 
+from adapters.bootstrap import in_memory_sessions
 from adapters.llm.anthropic_wire import to_wire
-from application.sessions import SessionService
 from domain.context import ContextFrame, build_request
 from domain.conversation import (
     ContentBlock,
@@ -44,7 +44,7 @@ class Session:
     """One session's log, written through the application's commands."""
 
     def __init__(self) -> None:
-        self.app = SessionService(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+        self.app = in_memory_sessions()
         receipt = self.app.start_session(workspace_id=uuid4(), owner_id=uuid4(), title="test")
         self.id = receipt.session_id
         self.run_id: UUID | None = None

@@ -17,6 +17,7 @@ from uuid import UUID
 import pytest
 from eventsourcing.persistence import StoredEvent
 
+from adapters.bootstrap import in_memory_sessions
 from adapters.http.sse import payloads
 from application.sessions import SessionService
 from domain.context import ContextFrame, build_request
@@ -47,7 +48,7 @@ def stored(raw: dict[str, Any]) -> StoredEvent:
 
 
 def loaded_app(fixture: dict[str, Any], *, snapshots: bool) -> SessionService:
-    app = SessionService(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    app = in_memory_sessions()
     app.recorder.insert_events([stored(e) for e in fixture["events"]])
     if snapshots:
         assert app.snapshots is not None
@@ -111,7 +112,7 @@ def test_old_events_fold_to_the_same_model_request(fixture: dict[str, Any]) -> N
 def test_new_events_round_trip_through_the_store(fixture: dict[str, Any]) -> None:
     old = loaded_app(fixture, snapshots=False)
     events = list(old.session_events(session_id(fixture)))
-    again = SessionService(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    again = in_memory_sessions()
     again.recorder.insert_events([again.mapper.to_stored_event(e) for e in events])
     assert list(again.session_events(session_id(fixture))) == events
 
@@ -121,7 +122,7 @@ def test_old_events_map_to_the_sse_payloads_of_the_same_events_written_now(
 ) -> None:
     old = events_of(fixture)
     now = datetime.now(UTC)
-    again = SessionService(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    again = in_memory_sessions()
     again.recorder.insert_events(
         [again.mapper.to_stored_event(dataclasses.replace(e, timestamp=now)) for e in old]
     )
