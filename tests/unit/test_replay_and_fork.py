@@ -90,10 +90,12 @@ async def test_replay_covers_a_stop_and_a_model_failure(tmp_path: Path) -> None:
             raise LLMOverloaded("overloaded")
         return {"text": "fine"}
 
-    engine = make_engine(ScriptedLLM(model), tmp_path)
+    llm = ScriptedLLM(model)
+    engine = make_engine(llm, tmp_path)
     sid = await engine.new_session()
     await engine.scheduler.send_message(sid, "one")
-    await asyncio.sleep(0.05)
+    while not llm.requests:  # the slow model call is under way
+        await asyncio.sleep(0)
     await engine.scheduler.stop(sid)
     await engine.scheduler.send_message(sid, "two")
     assert await engine.scheduler.wait(sid) == "failed"
