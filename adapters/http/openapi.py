@@ -107,7 +107,8 @@ def complete(openapi: OpenAPI) -> None:
     """Add the SSE contract's schemas and the documented error responses."""
     schemas = openapi.components.schemas
     schemas.update(_sse_components())
-    schemas[ERROR_BODY] = RawSchema(raw=msgspec.json.schema(Error))
+    _, parts = msgspec.json.schema_components((Error,))
+    schemas[ERROR_BODY] = RawSchema(raw=parts["Error"])
     error_ref = Reference(f"#/components/schemas/{ERROR_BODY}")
     for path, item in (openapi.paths or {}).items():
         if not path.startswith("/api/"):
