@@ -81,8 +81,8 @@ def create_app(
         finally:
             recovery.cancel()
             await engine.scheduler.close()  # runs stay active in the log; the next start resumes
-            await services.stop()
             await waiter.stop()
+            await services.stop()
 
     app = Litestar(
         route_handlers=[*HANDLERS, docs_assets()],
