@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import math
-import ipaddress
 import random
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing

