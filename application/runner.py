@@ -28,7 +28,12 @@ from domain.policies import REBOOT_QUESTIONS, needs_compaction
 from domain.values import SessionSettings
 
 RunEnd = Literal["completed", "failed", "suspended", "not_active"]
-WORKER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+def this_worker() -> str:
+    """Who runs the loop, as `RunStarted` records it: this host and process."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
 
 SYSTEM_PROMPT = """You are TokenDance, an autonomous agent that works for the user step by step.
 
@@ -73,6 +78,7 @@ class AgentRunner:
         counter: TokenCounter,
         deltas: DeltaSink,
         settings: EngineSettings | None = None,
+        worker: str | None = None,
     ) -> None:
         self.sessions = sessions
         self.bridge = bridge
@@ -82,6 +88,8 @@ class AgentRunner:
         self.counter = counter
         self.deltas = deltas
         self.settings = settings or EngineSettings()
+        # Asked when built, not at import: a forked process has a pid of its own.
+        self.worker = worker or this_worker()
 
     async def run(self, session_id: UUID, run_id: UUID, *, recovering: bool = False) -> RunEnd:
         """Run until the run ends or waits for a human; say which."""
@@ -92,7 +100,7 @@ class AgentRunner:
         if session.active_run != run_id:
             return "not_active"
         if not state.has_started():
-            await state.record(self.sessions.start_run, session_id, run_id, WORKER)
+            await state.record(self.sessions.start_run, session_id, run_id, self.worker)
         if await self.tool_calls.work_through(state, recovering=recovering) == "suspended":
             return "suspended"
         while True:
