@@ -15,7 +15,7 @@ import msgspec
 from litestar import Controller, post
 from litestar.datastructures import UploadFile
 from litestar.enums import RequestEncodingType
-from litestar.params import Body
+from litestar.params import Body, Dependency
 from litestar.status_codes import HTTP_201_CREATED
 
 from adapters.http.deps import Access, Caller
@@ -54,7 +54,7 @@ class UploadController(Controller):
         data: Annotated[AttachmentForm, Body(media_type=RequestEncodingType.MULTI_PART)],
         request: Caller,
         access: Access,
-        blobs: BlobStore,
+        blobs: Annotated[BlobStore, Dependency(skip_validation=True)],  # a Protocol
     ) -> AttachmentOut:
         """Store a file (multipart field `file`, at most 10 MiB); cite its `blob_ref` in chat."""
         await access.session(request.user, session_id, write=True)

@@ -433,7 +433,7 @@ def test_nul_characters_do_not_break_the_read_models(start_server: StartServer) 
     and working-memory projections fail on it for good ("PostgreSQL text fields cannot
     contain NUL (0x00) bytes", projections/sessions.py and projections/working_memory.py):
     /health turns "degraded", session lists stop changing for every tenant, and each
-    create waits out the 5 s read-your-writes timeout (adapters/http/api.py).
+    create waited out the 5 s read-your-writes timeout (commands now answer from the log).
     """
     server = start_server(None)
     w = World(server, "nul@example.com")
