@@ -13,9 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from uuid import UUID
 
-from adapters.bootstrap import Container, Services, build, build_engine
+from adapters.bootstrap import System, bootstrap
 from adapters.embedded import EmbeddedServers
-from adapters.nats.live import NatsDeltaSink
 from adapters.settings import Settings
 
 
@@ -63,23 +62,27 @@ def _parser() -> argparse.ArgumentParser:
 
 
 @contextmanager
-def _container(settings: Settings) -> Iterator[Container]:
-    """The servers the settings name, or embedded ones, and the container over them."""
+def _system(
+    settings: Settings, *, relay: bool = True, projections: bool = True
+) -> Iterator[System]:
+    """The servers the settings name, or embedded ones, and the system wired over them."""
     embedded = EmbeddedServers(
         settings.data_dir,
         postgres=settings.database_url is None,
         nats=settings.nats_url is None,
     )
     with embedded:
-        container = build(
+        system = bootstrap(
             settings,
             database_url=settings.database_url or embedded.database_url or "",
             nats_url=settings.nats_url or embedded.nats_url or "",
+            relay=relay,
+            projections=projections,
         )
         try:
-            yield container
+            yield system
         finally:
-            container.close()
+            system.close()
 
 
 def _serve(settings: Settings, _: argparse.Namespace) -> None:
@@ -87,10 +90,8 @@ def _serve(settings: Settings, _: argparse.Namespace) -> None:
 
     from adapters.http.app import create_app
 
-    with _container(settings) as container:
-        services = Services(container)
-        deltas = NatsDeltaSink(lambda: services.nats, settings.nats_stream)
-        app = create_app(container, services, build_engine(container, deltas=deltas))
+    with _system(settings) as system:
+        app = create_app(system.container, system.services, system.engine)
         config = uvicorn.Config(
             app, host=settings.host, port=settings.port, log_level=settings.log_level.lower()
         )
@@ -102,32 +103,35 @@ def _serve(settings: Settings, _: argparse.Namespace) -> None:
 
 
 def _relay(settings: Settings, _: argparse.Namespace) -> None:
-    async def run(container: Container) -> None:
-        services = Services(container, projections_enabled=False)
-        await services.start()
+    async def run(system: System) -> None:
+        await system.services.start()
         try:
             await asyncio.Event().wait()
         finally:
-            await services.stop()
+            await system.services.stop()
 
     signal.signal(signal.SIGTERM, _interrupt)
-    with _container(settings) as container, contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run(container))
+    with (
+        _system(settings, projections=False) as system,
+        contextlib.suppress(KeyboardInterrupt),
+    ):
+        asyncio.run(run(system))
 
 
 def _demo(settings: Settings, args: argparse.Namespace) -> None:
     from adapters.demo import DEMO_QUESTION, run_demo
 
-    with _container(settings) as container:
-        identical = asyncio.run(run_demo(container, args.question or DEMO_QUESTION))
+    # The demo needs no key: its own script unless TOKENDANCE_LLM names another model.
+    with _system(settings.override(llm=settings.llm or "scripted:demo")) as system:
+        identical = asyncio.run(run_demo(system, args.question or DEMO_QUESTION))
     sys.exit(0 if identical else 1)
 
 
 def _replay(settings: Settings, args: argparse.Namespace) -> None:
     from adapters.demo import run_replay
 
-    with _container(settings) as container:
-        identical = asyncio.run(run_replay(container, args.session_id))
+    with _system(settings, relay=False, projections=False) as system:
+        identical = asyncio.run(run_replay(system, args.session_id))
     sys.exit(0 if identical else 1)
 
 
@@ -147,7 +151,8 @@ def _rebuild(settings: Settings, args: argparse.Namespace) -> None:
 
     from projections.rebuild import rebuild
 
-    with _container(settings) as container:
+    with _system(settings, relay=False, projections=False) as system:
+        container = system.container
         names = [args.name] if args.name else list(container.views)
         unknown = [n for n in names if n not in container.views]
         if unknown:

@@ -4,39 +4,55 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
+from typing import assert_never
 from uuid import UUID, uuid4
 
-from eventsourcing.domain import AggregateEvent
-
-from adapters.bootstrap import Container, Engine, Services, build_engine
-from adapters.llm.scripted import load_llm_spec
-from adapters.llm.tokens import TiktokenCounter
-from adapters.nats.live import NatsDeltaSink
+from adapters.bootstrap import Container, Engine, System, replay_engine
 from application.replay import ReplayReport, replay
+from domain.events import SessionEvent
+from domain.session import AgentSession as S
 from projections.sessions import SessionsView
 from projections.working_memory import WorkingMemoryView
 
 DEMO_QUESTION = "Do heat pumps work in cold climates?"
 
 
-def describe(e: AggregateEvent) -> str:
+def describe(e: SessionEvent) -> str:
     """One line about an event, for people."""
-    d = e.__dict__
-    kind = type(e).__name__
-    details = {
-        "SessionStarted": lambda: f"title={d['title']!r}",
-        "UserMessageAppended": lambda: repr(_short(d["text"])),
-        "AssistantTurnRecorded": lambda: _turn(d),
-        "ToolCallRequested": lambda: f"{d['tool']} {_short(str(d['args']), 60)}",
-        "ToolResultRecorded": lambda: f"{d['status']}: {_short(d['summary'], 60)}",
-        "PlanUpdated": lambda: ", ".join(f"{i['title'][:24]}={i['status']}" for i in d["items"]),
-        "FindingRecorded": lambda: _short(d["text"], 70),
-        "ProgressNoted": lambda: _short(d["text"], 70),
-        "RunCompleted": lambda: f"reason={d['reason']}",
-        "RunFailed": lambda: f"{d['error_code']}: {_short(d['reason'], 60)}",
-        "RunStopped": lambda: f"reason={d['reason']}",
-    }.get(kind, lambda: "")
-    return f"{e.originator_version:>4}  {kind:<22} {details()}"
+    return f"{e.originator_version:>4}  {type(e).__qualname__.split('.')[-1]:<22} {_details(e)}"
+
+
+def _details(e: SessionEvent) -> str:
+    match e:
+        case S.SessionStarted(title=title):
+            return f"title={title!r}"
+        case S.UserMessageAppended(text=text):
+            return repr(_short(text))
+        case S.AssistantTurnRecorded(content=content):
+            kinds = "+".join(b["type"] for b in content)
+            tokens = f"in={e.input_tokens} out={e.output_tokens} cache_read={e.cache_read_tokens}"
+            return f"[{kinds}] {tokens}"
+        case S.ToolCallRequested(tool=tool, args=args):
+            return f"{tool} {_short(str(args), 60)}"
+        case S.ToolResultRecorded(status=status, summary=summary):
+            return f"{status}: {_short(summary, 60)}"
+        case S.PlanUpdated(items=items):
+            return ", ".join(f"{i.title[:24]}={i.status}" for i in items)
+        case S.FindingRecorded(text=text) | S.ProgressNoted(text=text):
+            return _short(text, 70)
+        case S.RunCompleted(reason=reason) | S.RunStopped(reason=reason):
+            return f"reason={reason} tokens={e.tokens_used}"
+        case S.RunFailed(reason=reason, error_code=code):
+            return f"{code}: {_short(reason, 60)}"
+        case (
+            S.ConfirmationRequested() | S.ConfirmationGiven() | S.StrikeRecorded()
+            | S.RebootRequested() | S.ContextCompacted() | S.ArtifactCreated()
+            | S.RunRequested() | S.RunStarted() | S.SessionRenamed() | S.SessionCompleted()
+            | S.SessionArchived()
+        ):  # fmt: skip
+            return ""
+        case _:
+            assert_never(e)
 
 
 def _short(text: str, width: int = 80) -> str:
@@ -44,30 +60,14 @@ def _short(text: str, width: int = 80) -> str:
     return flat if len(flat) <= width else flat[: width - 3] + "..."
 
 
-def _turn(d: dict[str, object]) -> str:
-    content = d["content"]
-    assert isinstance(content, list)
-    kinds = "+".join(str(b["type"]) for b in content)
-    tokens = f"in={d['input_tokens']} out={d['output_tokens']} cache_read={d['cache_read_tokens']}"
-    return f"[{kinds}] {tokens}"
-
-
-async def run_demo(container: Container, question: str = DEMO_QUESTION) -> bool:
+async def run_demo(system: System, question: str = DEMO_QUESTION) -> bool:
     """Run one scripted session on the real servers and print what a user would want to see."""
-    services = Services(container)
-    await services.start()
-    llm = None if container.settings.llm else load_llm_spec("scripted:demo")
-    engine = build_engine(
-        container,
-        llm=llm,
-        deltas=NatsDeltaSink(lambda: services.nats, container.settings.nats_stream),
-    )
+    await system.services.start()
     try:
-        session_id = await _run_session(container, engine, question)
-        return await _report(container, engine, session_id)
+        session_id = await _run_session(system.container, system.engine, question)
+        return await _report(system.container, system.engine, session_id)
     finally:
-        await engine.scheduler.close()
-        await services.stop()
+        await system.stop()
 
 
 async def _run_session(container: Container, engine: Engine, question: str) -> UUID:
@@ -88,7 +88,7 @@ async def _run_session(container: Container, engine: Engine, question: str) -> U
 
 
 async def _report(container: Container, engine: Engine, session_id: UUID) -> bool:
-    events: list[AggregateEvent] = list(container.sessions.session_events(session_id))  # type: ignore[arg-type]
+    events = list(container.sessions.session_events(session_id))
     print("== event stream ==")
     for e in events:
         print(describe(e))
@@ -117,14 +117,8 @@ async def _report(container: Container, engine: Engine, session_id: UUID) -> boo
     return report.identical
 
 
-async def replay_events(engine: Engine, events: Sequence[AggregateEvent]) -> ReplayReport:
-    return await replay(
-        events,
-        tools=engine.runner.tools,
-        blobs=engine.blobs,
-        counter=TiktokenCounter(),
-        settings=engine.runner.settings,
-    )
+async def replay_events(engine: Engine, events: Sequence[SessionEvent]) -> ReplayReport:
+    return await replay(events, engine=replay_engine(engine.runner))
 
 
 def print_replay(report: ReplayReport) -> None:
@@ -136,17 +130,11 @@ def print_replay(report: ReplayReport) -> None:
     print(f"  stored:   {d.expected}\n  replayed: {d.got}")
 
 
-async def run_replay(container: Container, session_id: UUID) -> bool:
-    events: list[AggregateEvent] = list(container.sessions.session_events(session_id))  # type: ignore[arg-type]
+async def run_replay(system: System, session_id: UUID) -> bool:
+    events = list(system.container.sessions.session_events(session_id))
     if not events:
         print(f"session {session_id} has no events")
         return False
-    engine = build_engine(container, deltas=_NoDeltas())
-    report = await replay_events(engine, events)
+    report = await replay_events(system.engine, events)
     print_replay(report)
     return report.identical
-
-
-class _NoDeltas:
-    async def publish(self, session_id: UUID, delta: object) -> None:
-        pass

@@ -15,6 +15,7 @@ from application.run_state import RunState
 from application.sessions import SessionService
 from application.tool_calls import ToolCalls, action_id_for
 from domain.context import MANUAL_PREFIX
+from domain.values import ToolUseContent
 
 NO_RUN = UUID(int=0)
 
@@ -39,7 +40,7 @@ class ManualTools:
     async def execute(self, session_id: UUID, name: str, args: dict[str, object]) -> ManualOutcome:
         state = await self._state(session_id)
         tool_use_id = f"{MANUAL_PREFIX}{uuid.uuid4().hex}"
-        use: dict[str, object] = {"id": tool_use_id, "name": name, "input": args}
+        use: ToolUseContent = {"type": "tool_use", "id": tool_use_id, "name": name, "input": args}
         if await self.tool_calls.request(state, use) == "suspended":
             return ManualOutcome(
                 tool_use_id, "confirm_required", action_id=action_id_for(session_id, tool_use_id)
@@ -59,11 +60,11 @@ class ManualTools:
 
 
 def _outcome(state: RunState, tool_use_id: str) -> ManualOutcome:
-    result = state.ledger.results[tool_use_id].__dict__
-    ok = result["status"] == "success"
+    result = state.ledger.results[tool_use_id]
+    ok = result.status == "success"
     return ManualOutcome(
         tool_use_id,
-        result["status"],
-        result=result["summary"] if ok else None,
-        error=None if ok else result["error"],
+        result.status,
+        result=result.summary if ok else None,
+        error=None if ok else result.error,
     )

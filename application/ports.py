@@ -86,26 +86,11 @@ class BlobStore(Protocol):
 
 
 class ToolExecutionError(Exception):
-    """A tool ran and failed; the message is what the model sees."""
+    """A tool ran and failed; the message is what the model sees.
 
-
-class Tool(Protocol):
-    """A tool the agent can call.
-
-    `input_schema` is JSON Schema for the arguments; `risky` tools may need a human
-    confirmation first. `run` returns the full output (stored as a blob) and raises
-    `ToolExecutionError` for a failure the model should see.
+    (What a tool is lives in `application/tools/base.py`: tools are application code
+    that use these ports, not ports themselves.)
     """
-
-    name: str
-    description: str
-    input_schema: dict[str, object]
-    risky: bool
-
-    async def run(self, args: dict[str, object]) -> str: ...
-
-
-ToolList = Sequence[Tool]
 
 
 class FeedBatch(Protocol):

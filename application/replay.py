@@ -12,21 +12,29 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import assert_never, cast
 from uuid import UUID
 
-from eventsourcing.domain import AggregateEvent
-
-from application.bridge import SyncBridge
-from application.ports import BlobStore, LLMError, TokenCounter
+from application.ports import LLM, BlobStore, LLMError
 from application.run_state import RunState
-from application.runner import AgentRunner, EngineSettings
+from application.runner import AgentRunner
 from application.runs import internal_failure
 from application.sessions import SessionService
 from application.tool_calls import ToolCalls
 from application.tools.registry import ToolRegistry
 from domain.context import content_block
-from domain.conversation import ModelRequest, ModelTurn, StreamItem, TextBlock, Usage
+from domain.conversation import (
+    ModelRequest,
+    ModelTurn,
+    StopReason,
+    StreamItem,
+    TextBlock,
+    ToolResultBlock,
+    Usage,
+)
+from domain.events import SessionEvent
+from domain.session import AgentSession as S
 
 # Measured, not decided: they differ on every run and say nothing about behaviour.
 IGNORED = {"timestamp", "latency_ms", "duration_ms", "worker"}
@@ -49,11 +57,11 @@ class ReplayReport:
         return self.divergence is None
 
 
-def describe(e: AggregateEvent | None) -> str:
+def describe(e: SessionEvent | None) -> str:
     if e is None:
         return "(nothing)"
-    payload = {k: v for k, v in sorted(e.__dict__.items()) if k not in IGNORED}
-    return f"{type(e).__name__} {payload}"
+    payload = {f.name: getattr(e, f.name) for f in fields(e) if f.name not in IGNORED}
+    return f"{type(e).__qualname__} {dict(sorted(payload.items()))}"
 
 
 class _Exhausted(Exception):
@@ -63,7 +71,7 @@ class _Exhausted(Exception):
 class ReplayLLM:
     """Answers each model call with what the stored log says came next."""
 
-    def __init__(self, stored: Sequence[AggregateEvent], position: Callable[[], int]) -> None:
+    def __init__(self, stored: Sequence[SessionEvent], position: Callable[[], int]) -> None:
         self.stored = stored
         self.position = position
         self.exhausted = asyncio.Event()
@@ -71,35 +79,34 @@ class ReplayLLM:
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         at = self.position()
         expected = self.stored[at] if at < len(self.stored) else None
-        kind = type(expected).__name__
-        if kind == "AssistantTurnRecorded":
-            yield _turn(expected)  # type: ignore[arg-type]
-        elif kind == "ContextCompacted" and not request.tools:
-            yield ModelTurn((TextBlock(expected.summary),), "end_turn", Usage(), "replay")  # type: ignore[union-attr]
-        elif kind == "RunFailed":
-            error = LLMError(expected.reason)  # type: ignore[union-attr]
-            error.code = expected.error_code  # type: ignore[union-attr]
+        if isinstance(expected, S.AssistantTurnRecorded):
+            yield _turn(expected)
+        elif isinstance(expected, S.ContextCompacted) and not request.tools:
+            yield ModelTurn((TextBlock(expected.summary),), "end_turn", Usage(), "replay")
+        elif isinstance(expected, S.RunFailed):
+            error = LLMError(expected.reason)
+            error.code = expected.error_code
             raise error
         else:  # the original was stopped here, mid-stream: wait to be cancelled the same way
             self.exhausted.set()
             await asyncio.Event().wait()
 
 
-def _turn(e: AggregateEvent) -> ModelTurn:
-    blocks = tuple(content_block(b) for b in e.content)  # type: ignore[attr-defined]
-    usage = Usage(e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens)  # type: ignore[attr-defined]
-    return ModelTurn(blocks, e.stop_reason, usage, e.model)  # type: ignore[arg-type, attr-defined]
+def _turn(e: S.AssistantTurnRecorded) -> ModelTurn:
+    blocks = tuple(content_block(b) for b in e.content)
+    usage = Usage(e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens)
+    turn_blocks = tuple(b for b in blocks if not isinstance(b, ToolResultBlock))
+    return ModelTurn(turn_blocks, cast(StopReason, e.stop_reason), usage, e.model)
 
 
 class ReplayToolCalls(ToolCalls):
     """Built-in tools run again; every other tool answers with its recorded result."""
 
     def __init__(
-        self, tools: ToolRegistry, blobs: BlobStore, stored: Sequence[AggregateEvent]
+        self, tools: ToolRegistry, blobs: BlobStore, stored: Sequence[SessionEvent]
     ) -> None:
         super().__init__(tools, blobs)
-        results = [e for e in stored if type(e).__name__ == "ToolResultRecorded"]
-        self.results = {getattr(e, "tool_use_id"): e for e in results}  # noqa: B009
+        self.results = {e.tool_use_id: e for e in stored if isinstance(e, S.ToolResultRecorded)}
 
     async def _execute(
         self, state: RunState, tool_use_id: str, name: str, raw_args: dict[str, object]
@@ -110,51 +117,41 @@ class ReplayToolCalls(ToolCalls):
         recorded = self.results.get(tool_use_id)
         if recorded is None:
             raise _Exhausted(f"no recorded result for tool call {tool_use_id}")
-        if recorded.status == "error":  # type: ignore[attr-defined]
+        if recorded.status == "error":
             # Through the same path as a live failure, so strikes are counted again.
-            await self._fail(state, tool_use_id, name, recorded.error, recorded.duration_ms)  # type: ignore[attr-defined]
+            error = recorded.error or recorded.summary
+            await self._fail(state, tool_use_id, name, error, recorded.duration_ms)
             return
         await state.record(
             state.sessions.record_tool_result,
-            state.session_id, tool_use_id, recorded.status, recorded.summary,  # type: ignore[attr-defined]
-            blob_ref=recorded.blob_ref, error=recorded.error, duration_ms=recorded.duration_ms,  # type: ignore[attr-defined]
+            state.session_id, tool_use_id, recorded.status, recorded.summary,
+            blob_ref=recorded.blob_ref, error=recorded.error, duration_ms=recorded.duration_ms,
         )  # fmt: skip
 
 
-async def replay(
-    stored: Sequence[AggregateEvent],
-    *,
-    tools: ToolRegistry,
-    blobs: BlobStore,
-    counter: TokenCounter,
-    settings: EngineSettings,
-) -> ReplayReport:
+ReplayEngine = Callable[[LLM], AgentRunner]
+"""Builds the engine a replay drives, around the given model, on a new empty store
+(`adapters.bootstrap.replay_engine`); the replay closes its bridge when done."""
+
+
+async def replay(stored: Sequence[SessionEvent], *, engine: ReplayEngine) -> ReplayReport:
     """Replay `stored` (one session's events, in order) and compare."""
-    target = SessionService(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
-    bridge = SyncBridge(2)
     sid = stored[0].originator_id
-    # What no engine produced: the start, and for a fork the log it was given.
-    target.events.put(list(stored[: _given(stored)]))
 
     def position() -> int:
         return target.get_session(sid).version
 
     llm = ReplayLLM(stored, position)
-
-    class _Null:
-        async def publish(self, session_id: UUID, delta: object) -> None:
-            pass
-
-    runner = AgentRunner(
-        sessions=target, bridge=bridge, llm=llm, tools=tools, blobs=blobs,
-        counter=counter, deltas=_Null(), settings=settings,
-    )  # fmt: skip
-    runner.tool_calls = ReplayToolCalls(tools, blobs, stored)
+    runner = engine(llm)
+    target, bridge = runner.sessions, runner.bridge
+    # What no engine produced: the start, and for a fork the log it was given.
+    target.events.put(list(stored[: _given(stored)]))
+    runner.tool_calls = ReplayToolCalls(runner.tools, runner.tool_calls.blobs, stored)
     try:
         while position() < len(stored):
             before = position()
             await _apply_next_input(target, sid, stored, before, runner, llm)
-            produced: list[AggregateEvent] = list(target.session_events(sid))  # type: ignore[arg-type]
+            produced = list(target.session_events(sid))
             for e_stored, e_new in zip(stored, produced, strict=False):
                 if describe(e_stored) != describe(e_new):
                     return ReplayReport(
@@ -173,62 +170,79 @@ async def replay(
         bridge.close()
 
 
-def _given(stored: Sequence[AggregateEvent]) -> int:
-    parent_version = getattr(stored[0], "parent_version", None)
+def _given(stored: Sequence[SessionEvent]) -> int:
+    start = stored[0]
+    parent_version = start.parent_version if isinstance(start, S.SessionStarted) else None
     if not parent_version:
         return 1
-    given = parent_version
     for e in stored[parent_version:]:
-        if type(e).__name__ == "RunStopped" and e.reason.startswith("forked at"):  # type: ignore[attr-defined]
+        if isinstance(e, S.RunStopped) and e.reason.startswith("forked at"):
             return e.originator_version
-        if type(e).__name__ != "ToolResultRecorded":
+        if not isinstance(e, S.ToolResultRecorded):
             break
-    return given
+    return parent_version
 
 
 async def _apply_next_input(
     target: SessionService,
     sid: UUID,
-    stored: Sequence[AggregateEvent],
+    stored: Sequence[SessionEvent],
     at: int,
     runner: AgentRunner,
     llm: ReplayLLM,
 ) -> None:
     e = stored[at]
-    kind = type(e).__name__
-    run_after: UUID | None = None
-    if kind == "UserMessageAppended":
-        message = e.__dict__
-        target.append_user_message(
-            sid,
-            message["text"],
-            attachments=message["attachments"],
-            idempotency_key=message["idempotency_key"],
-        )
-    elif kind == "RunRequested":
-        target.request_run(sid, e.run_id)  # type: ignore[attr-defined]
-        run_after = e.run_id  # type: ignore[attr-defined]
-    elif kind == "ConfirmationGiven":
-        target.give_confirmation(sid, e.action_id, e.approved, e.feedback, e.by)  # type: ignore[attr-defined]
-        session = target.get_session(sid)
-        if session.active_run is not None and not session.pending_confirmations:
-            run_after = session.active_run
-    elif _is_stop(e) and target.get_session(sid).active_run:
-        stop = next(s for s in stored[at:] if type(s).__name__ == "RunStopped")
-        target.stop_active_run(sid, stop.reason)  # type: ignore[attr-defined]
-    elif kind == "SessionRenamed":
-        target.rename_session(sid, e.title)  # type: ignore[attr-defined]
-    elif kind == "SessionArchived":
-        target.archive_session(sid)
-    elif kind == "RunStarted":
-        run_after = e.run_id  # type: ignore[attr-defined]  # requested, then the process died
+    run_after = _apply_input(target, sid, stored, at)
     if run_after is not None:
-        await _drive(runner, llm, sid, run_after, recovering=kind == "RunStarted")
+        recovering = isinstance(e, S.RunStarted)
+        await _drive(runner, llm, sid, run_after, recovering=recovering)
 
 
-def _is_stop(e: AggregateEvent) -> bool:
-    kind = type(e).__name__
-    return kind == "RunStopped" or (kind == "ToolResultRecorded" and e.error == "stopped")  # type: ignore[attr-defined]
+def _apply_input(
+    target: SessionService, sid: UUID, stored: Sequence[SessionEvent], at: int
+) -> UUID | None:
+    """Apply the user's input recorded at `at`, if it is one; the run to drive after it."""
+    e = stored[at]
+    if _is_stop(e) and target.get_session(sid).active_run:
+        stop = next(s for s in stored[at:] if isinstance(s, S.RunStopped))
+        target.stop_active_run(sid, stop.reason)
+        return None
+    match e:
+        case S.UserMessageAppended(text=text, attachments=attachments, idempotency_key=key):
+            target.append_user_message(sid, text, attachments=attachments, idempotency_key=key)
+        case S.RunRequested(run_id=run_id):
+            target.request_run(sid, run_id)
+            return run_id
+        case S.ConfirmationGiven(action_id=action_id, approved=approved):
+            target.give_confirmation(sid, action_id, approved, e.feedback, e.by)
+            session = target.get_session(sid)
+            if session.active_run is not None and not session.pending_confirmations:
+                return session.active_run
+        case S.SessionRenamed(title=title):
+            target.rename_session(sid, title)
+        case S.SessionArchived():
+            target.archive_session(sid)
+        case S.SessionCompleted():
+            target.complete_session(sid)
+        case S.RunStarted(run_id=run_id):
+            return run_id  # requested, then the process died
+        case (
+            S.SessionStarted() | S.AssistantTurnRecorded() | S.ToolCallRequested()
+            | S.ToolResultRecorded() | S.ConfirmationRequested() | S.PlanUpdated()
+            | S.FindingRecorded() | S.ProgressNoted() | S.StrikeRecorded()
+            | S.RebootRequested() | S.ContextCompacted() | S.ArtifactCreated()
+            | S.RunCompleted() | S.RunFailed() | S.RunStopped()
+        ):  # fmt: skip
+            pass  # the engine's own output: it must produce these by itself
+        case _:
+            assert_never(e)
+    return None
+
+
+def _is_stop(e: SessionEvent) -> bool:
+    return isinstance(e, S.RunStopped) or (
+        isinstance(e, S.ToolResultRecorded) and e.error == "stopped"
+    )
 
 
 async def _drive(

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from typing import ParamSpec
 from uuid import UUID
 
-from eventsourcing.domain import AggregateEvent
-
 from application.bridge import SyncBridge
 from application.sessions import Receipt, SessionService
 from domain.context import ContextBuilder
+from domain.events import SessionEvent
 from domain.ledger import Ledger
+from domain.values import SessionSettings, ToolUseContent
 
 P = ParamSpec("P")
 
@@ -30,7 +30,7 @@ class RunState:
     run_id: UUID
     sessions: SessionService
     bridge: SyncBridge
-    log: list[AggregateEvent] = field(default_factory=list)
+    log: list[SessionEvent] = field(default_factory=list)
     ledger: Ledger = field(default_factory=Ledger)
     context: ContextBuilder | None = None
 
@@ -56,7 +56,7 @@ class RunState:
         return receipt
 
     @property
-    def settings(self) -> dict[str, object]:
+    def settings(self) -> SessionSettings:
         return self.ledger.settings
 
     @property
@@ -67,10 +67,10 @@ class RunState:
     def has_started(self) -> bool:
         return self.run_id in self.ledger.started_runs
 
-    def last_turn_tool_uses(self) -> list[dict[str, object]]:
+    def last_turn_tool_uses(self) -> list[ToolUseContent]:
         return self.ledger.tool_uses_of_last_turn(self.run_id)
 
 
-def _events(sessions: SessionService, session_id: UUID) -> Sequence[AggregateEvent]:
+def _events(sessions: SessionService, session_id: UUID) -> Sequence[SessionEvent]:
     sessions.get_session(session_id)  # SessionNotFound for an unknown id
-    return list(sessions.session_events(session_id))  # type: ignore[arg-type]
+    return list(sessions.session_events(session_id))

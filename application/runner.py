@@ -25,9 +25,15 @@ from application.tools.registry import ToolRegistry
 from domain.context import ContextBuilder, ContextFrame, fold_messages
 from domain.conversation import Message, ModelRequest, ModelTurn, TextBlock
 from domain.policies import REBOOT_QUESTIONS, needs_compaction
+from domain.values import SessionSettings
 
 RunEnd = Literal["completed", "failed", "suspended", "not_active"]
-WORKER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+def this_worker() -> str:
+    """Who runs the loop, as `RunStarted` records it: this host and process."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
 
 SYSTEM_PROMPT = """You are TokenDance, an autonomous agent that works for the user step by step.
 
@@ -72,6 +78,7 @@ class AgentRunner:
         counter: TokenCounter,
         deltas: DeltaSink,
         settings: EngineSettings | None = None,
+        worker: str | None = None,
     ) -> None:
         self.sessions = sessions
         self.bridge = bridge
@@ -81,6 +88,8 @@ class AgentRunner:
         self.counter = counter
         self.deltas = deltas
         self.settings = settings or EngineSettings()
+        # Asked when built, not at import: a forked process has a pid of its own.
+        self.worker = worker or this_worker()
 
     async def run(self, session_id: UUID, run_id: UUID, *, recovering: bool = False) -> RunEnd:
         """Run until the run ends or waits for a human; say which."""
@@ -91,7 +100,7 @@ class AgentRunner:
         if session.active_run != run_id:
             return "not_active"
         if not state.has_started():
-            await state.record(self.sessions.start_run, session_id, run_id, WORKER)
+            await state.record(self.sessions.start_run, session_id, run_id, self.worker)
         if await self.tool_calls.work_through(state, recovering=recovering) == "suspended":
             return "suspended"
         while True:
@@ -115,15 +124,13 @@ class AgentRunner:
             if await self.tool_calls.work_through(state) == "suspended":
                 return "suspended"
 
-    def frame(self, settings: dict[str, object]) -> ContextFrame:
+    def frame(self, settings: SessionSettings) -> ContextFrame:
         """The frozen part of every request of a session."""
         system = self.settings.system_prompt
-        allowed = settings.get("allowed_tools")
-        if isinstance(allowed, list):
-            system += "\n\nIn this session you may only use these tools: " + ", ".join(
-                str(a) for a in allowed
-            )
-        model = settings.get("model") or self.settings.model
+        if settings.allowed_tools is not None:
+            allowed = ", ".join(settings.allowed_tools)
+            system += f"\n\nIn this session you may only use these tools: {allowed}"
+        model = settings.model or self.settings.model
         return ContextFrame(
             system=system,
             tools=self.tools.specs(),
@@ -133,11 +140,13 @@ class AgentRunner:
         )
 
     def _limit_reached(self, state: RunState) -> str | None:
-        limit = state.settings.get("max_iterations", self.settings.max_iterations)
-        if isinstance(limit, int) and state.turns >= limit:
+        limit = state.settings.max_iterations
+        if limit is None:
+            limit = self.settings.max_iterations
+        if state.turns >= limit:
             return "max_iterations"
-        budget = state.settings.get("token_budget")
-        if isinstance(budget, int) and state.ledger.tokens_used >= budget:
+        budget = state.settings.token_budget
+        if budget is not None and state.ledger.tokens_used >= budget:
             return "token_budget"
         return None
 

@@ -7,12 +7,22 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.domain import AggregateEvent, DomainEventProtocol
-from eventsourcing.persistence import IntegrityError
+from eventsourcing.persistence import IntegrityError, JSONTranscoder
 
+from application.transcodings import register_value_objects
 from domain.conversation import ModelTurn
 from domain.errors import Conflict, SessionNotFound
-from domain.session import AgentSession, RiskLevel, ToolResultStatus
+from domain.events import SessionEvent, as_session_event
+from domain.fork import fork
+from domain.session import AgentSession
+from domain.values import (
+    ArtifactKind,
+    Citation,
+    PlanItem,
+    RiskLevel,
+    SessionSettings,
+    ToolResultStatus,
+)
 
 
 @dataclass(frozen=True)
@@ -22,7 +32,7 @@ class Receipt:
     session_id: UUID
     version: int
     notification_id: int
-    events: tuple[AggregateEvent, ...] = ()
+    events: tuple[SessionEvent, ...] = ()
 
 
 class SessionService(Application[UUID]):
@@ -35,6 +45,10 @@ class SessionService(Application[UUID]):
         "COMPRESSOR_TOPIC": "",
     }
 
+    def register_transcodings(self, transcoder: JSONTranscoder) -> None:
+        super().register_transcodings(transcoder)
+        register_value_objects(transcoder)
+
     # -- commands -------------------------------------------------------------
 
     def start_session(
@@ -45,7 +59,7 @@ class SessionService(Application[UUID]):
         title: str,
         task_type: str = "general",
         model: str = "",
-        settings: dict[str, object] | None = None,
+        settings: SessionSettings | None = None,
     ) -> Receipt:
         session = AgentSession.start(
             workspace_id=workspace_id,
@@ -132,7 +146,7 @@ class SessionService(Application[UUID]):
             ),
         )
 
-    def update_plan(self, session_id: UUID, items: list[dict[str, str]]) -> Receipt:
+    def update_plan(self, session_id: UUID, items: list[PlanItem]) -> Receipt:
         return self._change(session_id, lambda s: s.update_plan(items))
 
     def request_run(self, session_id: UUID, run_id: UUID) -> Receipt:
@@ -178,9 +192,7 @@ class SessionService(Application[UUID]):
             session_id, lambda s: s.give_confirmation(action_id, approved, feedback, by)
         )
 
-    def record_finding(
-        self, session_id: UUID, text: str, citations: list[dict[str, str]]
-    ) -> Receipt:
+    def record_finding(self, session_id: UUID, text: str, citations: list[Citation]) -> Receipt:
         return self._change(session_id, lambda s: s.record_finding(text, citations))
 
     def note_progress(self, session_id: UUID, text: str) -> Receipt:
@@ -213,8 +225,22 @@ class SessionService(Application[UUID]):
         """A new session holding this one's log up to `at_version`, referring to it."""
         parent = self.get_session(session_id)
         history = [e for e in self.session_events(session_id) if e.originator_version <= at_version]
-        child = AgentSession.fork(parent, history, at_version)  # type: ignore[arg-type]
-        return self._save(child)
+        return self._save(fork(parent, history, at_version))
+
+    def record_artifact(
+        self,
+        session_id: UUID,
+        kind: ArtifactKind,
+        name: str,
+        blob_ref: str,
+        *,
+        size: int,
+        sha256: str,
+        media_type: str,
+    ) -> Receipt:
+        return self._change(
+            session_id, lambda s: s.record_artifact(kind, name, blob_ref, size, sha256, media_type)
+        )
 
     def rename_session(
         self, session_id: UUID, title: str, *, expected_version: int | None = None
@@ -237,9 +263,10 @@ class SessionService(Application[UUID]):
 
     def session_events(
         self, session_id: UUID, *, after: int = 0, limit: int | None = None
-    ) -> Iterator[DomainEventProtocol[UUID]]:
+    ) -> Iterator[SessionEvent]:
         """The session's stored events with version greater than `after`, in order."""
-        return iter(self.events.get(session_id, gt=after or None, limit=limit))
+        stored = self.events.get(session_id, gt=after or None, limit=limit)
+        return iter([as_session_event(e) for e in stored])
 
     # -- plumbing ---------------------------------------------------------------
 
@@ -264,5 +291,5 @@ class SessionService(Application[UUID]):
             # Another writer stored this version first (the cache only ever hands
             # out copies, so nothing needs undoing).
             raise Conflict(f"session {session.id} was changed by another command") from None
-        events = tuple(r.domain_event for r in recordings)
-        return Receipt(session.id, session.version, recordings[-1].notification.id, events)  # type: ignore[arg-type]
+        events = tuple(as_session_event(r.domain_event) for r in recordings)
+        return Receipt(session.id, session.version, recordings[-1].notification.id, events)

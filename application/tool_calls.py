@@ -24,8 +24,8 @@ from domain.policies import (
     error_signature,
     summarize_output,
 )
+from domain.values import Citation, PlanItem, ToolUseContent
 
-ConfirmationPolicy = Literal["always", "risky", "never"]
 Outcome = Literal["done", "suspended"]
 _ACTIONS = uuid.UUID("6f1c2a52-7d0e-4b4e-9c1e-2f7a3c9d8e10")
 
@@ -41,11 +41,11 @@ class SessionNotesOfRun:
     def __init__(self, state: RunState) -> None:
         self._state = state
 
-    async def update_plan(self, items: list[dict[str, str]]) -> None:
+    async def update_plan(self, items: list[PlanItem]) -> None:
         s = self._state
         await s.record(s.sessions.update_plan, s.session_id, items)
 
-    async def record_finding(self, text: str, citations: list[dict[str, str]]) -> None:
+    async def record_finding(self, text: str, citations: list[Citation]) -> None:
         s = self._state
         await s.record(s.sessions.record_finding, s.session_id, text, citations)
 
@@ -68,7 +68,7 @@ class ToolCalls:
         no result was interrupted, and is not run again.
         """
         for use in state.last_turn_tool_uses():
-            tool_use_id = str(use["id"])
+            tool_use_id = use["id"]
             if tool_use_id in state.ledger.results:
                 continue
             if tool_use_id not in state.ledger.requested:
@@ -79,8 +79,8 @@ class ToolCalls:
                 return "suspended"
         return "done"
 
-    async def request(self, state: RunState, use: dict[str, object]) -> Outcome:
-        tool_use_id, name = str(use["id"]), str(use["name"])
+    async def request(self, state: RunState, use: ToolUseContent) -> Outcome:
+        tool_use_id, name = use["id"], use["name"]
         raw_args = use["input"] if isinstance(use["input"], dict) else {}
         try:
             tool, _ = self.tools.parse(name, raw_args)
@@ -111,11 +111,11 @@ class ToolCalls:
         """A requested call without a result: answered, still waiting, or interrupted."""
         asked = state.ledger.confirmations.get(tool_use_id)
         if asked is not None:
-            answer = state.ledger.answers.get(asked.__dict__["action_id"])
+            answer = state.ledger.answers.get(asked.action_id)
             if answer is None:
                 return "suspended"
-            if not answer.approved:  # type: ignore[attr-defined]
-                feedback = answer.feedback or "no reason given"  # type: ignore[attr-defined]
+            if not answer.approved:
+                feedback = answer.feedback or "no reason given"
                 await state.record(
                     state.sessions.record_tool_result,
                     state.session_id, tool_use_id, "cancelled",
@@ -123,8 +123,8 @@ class ToolCalls:
                 )  # fmt: skip
                 return "done"
             if not recovering:
-                requested = state.ledger.requested[tool_use_id].__dict__
-                await self._execute(state, tool_use_id, requested["tool"], requested["args"])
+                requested = state.ledger.requested[tool_use_id]
+                await self._execute(state, tool_use_id, requested.tool, requested.args)
                 return "done"
         await state.record(
             state.sessions.record_tool_result,
@@ -179,15 +179,15 @@ class ToolCalls:
 
     @staticmethod
     def _check_allowed(state: RunState, name: str) -> None:
-        allowed = state.settings.get("allowed_tools")
-        if isinstance(allowed, list) and name not in allowed:
+        allowed = state.settings.allowed_tools
+        if allowed is not None and name not in allowed:
             raise ToolRejected(
                 f"{name} is not allowed in this session; allowed: {', '.join(allowed)}"
             )
 
     @staticmethod
     def _needs_confirmation(state: RunState, risky: bool) -> bool:
-        policy = state.settings.get("confirmation", "risky")
+        policy = state.settings.confirmation
         return policy == "always" or (policy == "risky" and risky)
 
 

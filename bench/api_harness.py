@@ -26,7 +26,7 @@ from uuid import UUID
 
 import httpx
 
-from adapters.bootstrap import Container, build
+from adapters.bootstrap import Container, bootstrap
 from adapters.settings import DOCUMENTED, Settings
 from bench.harness import fresh_servers
 
@@ -193,7 +193,7 @@ class Stack:
     def store(self) -> Container:
         """The event store and read models, opened in this process (close it after)."""
         settings = Settings(nats_stream=self.stream, data_dir=self.root, jwt_secret=JWT_SECRET)
-        return build(settings, database_url=self.database_url, nats_url=self.nats_url)
+        return bootstrap(settings, database_url=self.database_url, nats_url=self.nats_url).container
 
 
 @contextmanager

@@ -10,7 +10,7 @@ from uuid import uuid4
 
 import psycopg
 
-from bench.harness import bench_container, cores, median
+from bench.harness import bench_system, cores, median
 
 STEPS = 1000
 MESSAGE = ("The quick brown fox jumps over the lazy dog. " * 23)[:1000]  # ~1 KB
@@ -27,7 +27,8 @@ def stored_bytes(database_url: str) -> int:
 
 
 def main() -> None:
-    with bench_container() as c:
+    with bench_system() as system:
+        c = system.container
         app = c.sessions
         sid = app.start_session(workspace_id=uuid4(), owner_id=uuid4(), title="bench").session_id
         for _ in range(20):  # warm the connection pool and prepared statements

@@ -22,7 +22,7 @@ from application.bridge import SyncBridge
 from application.runner import EngineSettings
 from application.sessions import SessionService
 from bench.engine_harness import StepClock, build_engine
-from bench.harness import bench_container, cores, median, percentile
+from bench.harness import bench_system, cores, median, percentile
 from domain.conversation import ModelRequest
 
 TOOLS = ("note_progress", "search", "record_finding")
@@ -103,7 +103,8 @@ def main() -> None:
     args = (options.sessions, options.steps, options.delay)
     with tempfile.TemporaryDirectory(prefix="tokendance-bench-blobs-") as blobs:
         if options.postgres:
-            with bench_container() as c:
+            with bench_system() as system:
+                c = system.container
                 print(f"[postgres] store threads (pool size + overflow): {c.bridge.max_workers}")
                 clocks, elapsed, cpu = asyncio.run(
                     run_all(*args, Path(blobs), c.sessions, c.bridge)

@@ -18,21 +18,23 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
 from uuid import UUID, uuid4
 
 import msgspec
 
 from adapters.blobs.filesystem import FilesystemBlobStore
+from adapters.bootstrap import bootstrap_engine, build_tools
+from adapters.deltas import NullDeltaSink
 from adapters.llm.tokens import CharRatioTokenCounter
+from adapters.settings import Settings
 from application.bridge import SyncBridge
 from application.ports import LLM
 from application.runner import AgentRunner, EngineSettings, RunEnd
 from application.runs import RunScheduler
 from application.sessions import SessionService
-from application.tools.base import Tool, ToolContext
-from application.tools.registry import ToolRegistry
-from domain.conversation import ModelRequest, StreamItem, TextDelta, ThinkingDelta
+from application.tools.base import AnyTool, Tool, ToolContext
+from domain.conversation import ModelRequest, StreamItem
+from domain.values import SessionSettings
 
 
 @dataclass
@@ -86,12 +88,11 @@ class TimedLLM:
 ToolRun = Callable[[msgspec.Struct, ToolContext], Awaitable[str]]
 
 
-def time_tools(registry: ToolRegistry) -> ToolRegistry:
-    """Make every tool of `registry` add the time inside its `run` to the current clock."""
-    for name in registry.names:
-        tool = registry.get(name)
+def time_tools(tools: list[AnyTool]) -> list[AnyTool]:
+    """Make every tool add the time inside its `run` to the current clock."""
+    for tool in tools:
         setattr(tool, "run", _timed(tool.run))  # noqa: B010 (an instance attribute shadows the method)
-    return registry
+    return tools
 
 
 def _timed(run: ToolRun) -> ToolRun:
@@ -105,16 +106,6 @@ def _timed(run: ToolRun) -> ToolRun:
                 clock.tool_calls.append((start, time.perf_counter() - start))
 
     return timed
-
-
-class NullDeltaSink:
-    """Counts the live deltas and drops them."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    async def publish(self, session_id: UUID, delta: TextDelta | ThinkingDelta) -> None:
-        self.count += 1
 
 
 class QueryArgs(msgspec.Struct, forbid_unknown_fields=True):
@@ -150,16 +141,19 @@ def search_results(query: str) -> str:
     return "\n".join(lines)[:size]
 
 
-class TimedRunner(AgentRunner):
-    """Stamps the end of each run on the clock of the session it runs."""
+def time_runs(runner: AgentRunner) -> None:
+    """Make the runner stamp the end of each run on the clock of the session it runs."""
+    run = runner.run
 
-    async def run(self, session_id: UUID, run_id: UUID, *, recovering: bool = False) -> RunEnd:
+    async def timed(session_id: UUID, run_id: UUID, *, recovering: bool = False) -> RunEnd:
         try:
-            return await super().run(session_id, run_id, recovering=recovering)
+            return await run(session_id, run_id, recovering=recovering)
         finally:
             clock = _clock.get()
             if clock is not None:
                 clock.ended = time.perf_counter()
+
+    setattr(runner, "run", timed)  # noqa: B010 (the scheduler calls the instance's `run`)
 
 
 @dataclass
@@ -177,7 +171,8 @@ class BenchEngine:
         try:
             receipt = await self.bridge(
                 self.sessions.start_session,
-                workspace_id=uuid4(), owner_id=uuid4(), title="bench", settings=settings,
+                workspace_id=uuid4(), owner_id=uuid4(), title="bench",
+                settings=SessionSettings.of(settings),
             )  # fmt: skip
             await self.scheduler.send_message(receipt.session_id, text)
         finally:
@@ -195,18 +190,20 @@ def build_engine(
     bridge: SyncBridge | None = None,
     settings: EngineSettings | None = None,
 ) -> BenchEngine:
-    """An engine on `sessions` (default: the in-memory store) with timed model and tools."""
-    sessions = sessions or SessionService(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
-    bridge = bridge or SyncBridge(4)
+    """The engine as bootstrap wires it, on `sessions` (default: the in-memory store),
+    with a timed model, timed tools (the built-ins and a search stand-in) and timed runs."""
+    config = Settings()
     deltas = NullDeltaSink()
-    runner = TimedRunner(
+    engine = bootstrap_engine(
+        config,
         sessions=sessions,
         bridge=bridge,
         llm=TimedLLM(llm),
-        tools=time_tools(ToolRegistry.discover(cast(Tool[msgspec.Struct], PageSearch()))),
+        tools=time_tools([*build_tools(config), PageSearch()]),
         blobs=FilesystemBlobStore(blobs),
         counter=CharRatioTokenCounter(),
         deltas=deltas,
-        settings=settings,
+        engine_settings=settings or EngineSettings(),
     )
-    return BenchEngine(sessions, bridge, runner, RunScheduler(runner, sessions, bridge), deltas)
+    time_runs(engine.runner)
+    return BenchEngine(engine.sessions, engine.bridge, engine.runner, engine.scheduler, deltas)

@@ -19,7 +19,7 @@ from application.bridge import SyncBridge
 from application.runner import EngineSettings
 from application.sessions import SessionService
 from bench.engine_harness import StepClock, build_engine
-from bench.harness import bench_container, cores, median, percentile
+from bench.harness import bench_system, cores, median, percentile
 from domain.conversation import ModelRequest
 
 WARM_UP_STEPS = 20
@@ -100,7 +100,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tokendance-bench-blobs-") as blobs:
         report("in-memory", asyncio.run(measure(options.steps, Path(blobs), None)))
         if options.postgres:
-            with bench_container() as c:
+            with bench_system() as system:
+                c = system.container
                 clock = asyncio.run(measure(options.steps, Path(blobs), c.sessions, c.bridge))
                 report("postgres", clock)
 

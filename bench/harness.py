@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from adapters.bootstrap import Container, build
+from adapters.bootstrap import System, bootstrap
 from adapters.embedded import EmbeddedServers
 from adapters.settings import Settings
 
@@ -57,18 +57,19 @@ def fresh_servers(prefix: str) -> Iterator[FreshServers]:
 
 
 @contextmanager
-def bench_container(**settings: object) -> Iterator[Container]:
-    """A container over fresh embedded servers."""
+def bench_system(*, projections: bool = True, **settings: object) -> Iterator[System]:
+    """The system, as bootstrap wires it, over fresh embedded servers (services not started)."""
     with fresh_servers("bench") as fresh:
-        container = build(
-            Settings(nats_stream=fresh.stream).override(**settings),
+        system = bootstrap(
+            Settings(nats_stream=fresh.stream, data_dir=fresh.root).override(**settings),
             database_url=fresh.database_url,
             nats_url=fresh.nats_url,
+            projections=projections,
         )
         try:
-            yield container
+            yield system
         finally:
-            container.close()
+            system.close()
 
 
 def percentile(values: list[float], p: float) -> float:

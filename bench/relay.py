@@ -14,8 +14,8 @@ import threading
 import time
 from uuid import uuid4
 
-from adapters.bootstrap import Container, Services
-from bench.harness import bench_container, cores, percentile
+from adapters.bootstrap import Container, System
+from bench.harness import bench_system, cores, percentile
 
 BACKLOG = 20_000
 RATE = 500
@@ -33,10 +33,10 @@ def fill_backlog(c: Container, n: int) -> None:
         app.save(session)
 
 
-async def throughput(c: Container) -> None:
+async def throughput(system: System) -> None:
+    c, services = system.container, system.services
     fill_backlog(c, BACKLOG)
     head = c.recorder.max_notification_id() or 0
-    services = Services(c, projections_enabled=False)
     started = time.perf_counter()
     await services.start()
     assert services.relay is not None
@@ -146,10 +146,10 @@ async def latency(c: Container) -> None:
 
 def main() -> None:
     print(f"cores: {cores()}")
-    with bench_container() as c:
-        asyncio.run(throughput(c))
-    with bench_container() as c:
-        asyncio.run(latency(c))
+    with bench_system(projections=False) as system:
+        asyncio.run(throughput(system))
+    with bench_system() as system:
+        asyncio.run(latency(system.container))
 
 
 if __name__ == "__main__":

@@ -8,14 +8,13 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from adapters.bootstrap import Services, build
+from adapters.bootstrap import bootstrap
 from adapters.settings import Settings
 
 
 async def main(database_url: str, nats_url: str, stream: str) -> None:
-    container = build(Settings(nats_stream=stream), database_url=database_url, nats_url=nats_url)
-    services = Services(container)
-    await services.start()
+    system = bootstrap(Settings(nats_stream=stream), database_url=database_url, nats_url=nats_url)
+    await system.services.start()
     print("ready", flush=True)
     await asyncio.Event().wait()
 

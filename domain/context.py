@@ -12,8 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-from eventsourcing.domain import AggregateEvent
+from typing import assert_never
 
 from domain.conversation import (
     PER_MESSAGE_OVERHEAD,
@@ -28,10 +27,12 @@ from domain.conversation import (
     ToolUseBlock,
     message_text,
 )
+from domain.events import SessionEvent
 from domain.policies import STRIKE_NOTICE
+from domain.session import AgentSession as S
+from domain.values import PLAN_MARKS, PlanItem, StoredBlock
 
 MANUAL_PREFIX = "manual_"  # tool calls a person made by hand, outside any model turn
-PLAN_MARKS = {"done": "[x]", "in_progress": "[~]", "pending": "[ ]", "skipped": "[-]"}
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ Compaction = tuple[str, int]  # (summary, the last version it stands for)
 
 
 def build_request(
-    events: Sequence[AggregateEvent], frame: ContextFrame, compaction: Compaction | None = None
+    events: Sequence[SessionEvent], frame: ContextFrame, compaction: Compaction | None = None
 ) -> ModelRequest:
     """The next model request for a session whose log is `events` (in version order).
 
@@ -64,7 +65,7 @@ def build_request(
 
 
 def fold_messages(
-    events: Sequence[AggregateEvent], compaction: Compaction | None = None
+    events: Sequence[SessionEvent], compaction: Compaction | None = None
 ) -> list[Message]:
     """The conversation as alternating user / assistant messages (no plan, no marks)."""
     builder = ContextBuilder(ContextFrame("", ()))
@@ -86,24 +87,24 @@ class ContextBuilder:
     def __init__(self, frame: ContextFrame, count: Callable[[str], int] = len) -> None:
         self.frame = frame
         self._count = count
-        self._events: list[AggregateEvent] = []
+        self._events: list[SessionEvent] = []
         self._turns: list[tuple[Role, list[ContentBlock]]] = []  # merged, in order
         self._messages: list[Message] = []  # one per turn, valid below `_dirty`
         self._tokens: list[int] = []
         self._dirty = 0
-        self._plan: list[dict[str, str]] = []
+        self._plan: list[PlanItem] = []
         tools = json.dumps([_tool_json(t) for t in frame.tools], sort_keys=True)
         self._frame_tokens = count(frame.system) + count(tools)
 
-    def apply(self, e: AggregateEvent) -> None:
+    def apply(self, e: SessionEvent) -> None:
         self._events.append(e)
-        kind = type(e).__name__
-        if kind == "PlanUpdated":
-            self._plan = list(e.items)  # type: ignore[attr-defined]
-        elif kind == "ContextCompacted":
-            self.compact(e.summary, e.through_version)  # type: ignore[attr-defined]
-        else:
-            self._add(_turn_of(e))
+        match e:
+            case S.PlanUpdated(items=items):
+                self._plan = list(items)
+            case S.ContextCompacted(summary=summary, through_version=through):
+                self.compact(summary, through)
+            case _:
+                self._add(_turn_of(e))
 
     def compact(self, summary: str, through_version: int) -> None:
         """Start again from the summary and what came after `through_version`."""
@@ -166,86 +167,86 @@ def _message(role: Role, blocks: list[ContentBlock]) -> Message:
     return Message(role, tuple(blocks))
 
 
-def latest_compaction(events: Sequence[AggregateEvent]) -> Compaction | None:
+def latest_compaction(events: Sequence[SessionEvent]) -> Compaction | None:
     for e in reversed(events):
-        if type(e).__name__ == "ContextCompacted":
-            return e.summary, e.through_version  # type: ignore[attr-defined]
+        if isinstance(e, S.ContextCompacted):
+            return e.summary, e.through_version
     return None
 
 
-def _turn_of(e: AggregateEvent) -> tuple[Role, list[ContentBlock]] | None:
-    kind = type(e).__name__
-    if kind == "UserMessageAppended":
-        text = e.text  # type: ignore[attr-defined]
-        if e.attachments:  # type: ignore[attr-defined]
-            text += "\n[attachments: " + ", ".join(e.attachments) + "]"  # type: ignore[attr-defined]
-        return "user", [TextBlock(text)]
-    if kind == "AssistantTurnRecorded":
-        blocks = [content_block(b) for b in e.content]  # type: ignore[attr-defined]
-        return ("assistant", blocks) if blocks else None
-    if kind == "ToolCallRequested" and e.tool_use_id.startswith(MANUAL_PREFIX):  # type: ignore[attr-defined]
-        args = json.dumps(e.args, sort_keys=True, ensure_ascii=False)  # type: ignore[attr-defined]
-        return "user", [TextBlock(f"[The user ran the tool {e.tool} with {args}]")]  # type: ignore[attr-defined]
-    if kind == "ToolResultRecorded":
-        result = _tool_result(e)
-        if result.tool_use_id.startswith(MANUAL_PREFIX):  # no model turn asked for it
-            return "user", [TextBlock(f"[Result of the user's tool call]\n{result.content}")]
-        return "user", [result]
-    if kind == "StrikeRecorded":
-        notice = STRIKE_NOTICE.format(
-            tool=e.tool,  # type: ignore[attr-defined]
-            count=e.count,  # type: ignore[attr-defined]
-            signature=e.error_signature,  # type: ignore[attr-defined]
-        )
-        return "user", [TextBlock(notice)]
-    if kind == "RebootRequested":
-        questions = "\n".join(f"{i}. {q}" for i, q in enumerate(e.questions, 1))  # type: ignore[attr-defined]
-        return "user", [
-            TextBlock(
-                "[reboot] No plan step has been finished for a while. Answer these five "
-                f"questions before you act again:\n{questions}"
-            )
-        ]
-    return None
+def _turn_of(e: SessionEvent) -> tuple[Role, list[ContentBlock]] | None:
+    """What an event adds to the conversation, if anything."""
+    match e:
+        case S.UserMessageAppended(text=text, attachments=attachments):
+            if attachments:
+                text += "\n[attachments: " + ", ".join(attachments) + "]"
+            return "user", [TextBlock(text)]
+        case S.AssistantTurnRecorded(content=content):
+            blocks = [content_block(b) for b in content]
+            return ("assistant", blocks) if blocks else None
+        case S.ToolCallRequested(tool_use_id=tool_use_id, tool=tool, args=args):
+            if not tool_use_id.startswith(MANUAL_PREFIX):
+                return None  # the model's own tool use is in its turn already
+            dumped = json.dumps(args, sort_keys=True, ensure_ascii=False)
+            return "user", [TextBlock(f"[The user ran the tool {tool} with {dumped}]")]
+        case S.ToolResultRecorded():
+            result = _tool_result(e)
+            if result.tool_use_id.startswith(MANUAL_PREFIX):  # no model turn asked for it
+                return "user", [TextBlock(f"[Result of the user's tool call]\n{result.content}")]
+            return "user", [result]
+        case S.StrikeRecorded(tool=tool, count=count, error_signature=signature):
+            notice = STRIKE_NOTICE.format(tool=tool, count=count, signature=signature)
+            return "user", [TextBlock(notice)]
+        case S.RebootRequested(questions=questions):
+            listed = "\n".join(f"{i}. {q}" for i, q in enumerate(questions, 1))
+            return "user", [TextBlock(REBOOT_PROMPT + listed)]
+        case (
+            S.SessionStarted() | S.ConfirmationRequested() | S.ConfirmationGiven()
+            | S.PlanUpdated() | S.FindingRecorded() | S.ProgressNoted()
+            | S.ContextCompacted() | S.ArtifactCreated() | S.RunRequested() | S.RunStarted()
+            | S.RunCompleted() | S.RunFailed() | S.RunStopped() | S.SessionRenamed()
+            | S.SessionCompleted() | S.SessionArchived()
+        ):  # fmt: skip
+            return None  # not part of the conversation (the plan is recited at the end)
+        case _:
+            assert_never(e)
 
 
-def content_block(raw: dict[str, object]) -> ContentBlock:
+REBOOT_PROMPT = (
+    "[reboot] No plan step has been finished for a while. Answer these five "
+    "questions before you act again:\n"
+)
+
+
+def content_block(raw: StoredBlock) -> ContentBlock:
     """A recorded content block (plain data) as our model type."""
-    kind = raw["type"]
-    if kind == "text":
-        return TextBlock(str(raw["text"]))
-    if kind == "thinking":
-        return ThinkingBlock(str(raw["thinking"]), str(raw.get("signature", "")))
-    args = raw["input"]
-    assert isinstance(args, dict)
-    return ToolUseBlock(str(raw["id"]), str(raw["name"]), args)
+    if raw["type"] == "text":
+        return TextBlock(raw["text"])
+    if raw["type"] == "thinking":
+        return ThinkingBlock(raw["thinking"], raw.get("signature", ""))
+    return ToolUseBlock(raw["id"], raw["name"], raw["input"])
 
 
-def _tool_result(e: AggregateEvent) -> ToolResultBlock:
-    status = e.status  # type: ignore[attr-defined]
-    summary = e.summary  # type: ignore[attr-defined]
-    if status == "success":
-        return ToolResultBlock(e.tool_use_id, summary)  # type: ignore[attr-defined]
-    error = e.error or summary  # type: ignore[attr-defined]
-    prefix = {"error": "Error", "cancelled": "Cancelled", "interrupted": "Interrupted"}[status]
-    content = f"{prefix}: {error}" if error == summary else f"{prefix}: {error}\n{summary}"
-    return ToolResultBlock(e.tool_use_id, content, is_error=True)  # type: ignore[attr-defined]
+def _tool_result(e: S.ToolResultRecorded) -> ToolResultBlock:
+    if e.status == "success":
+        return ToolResultBlock(e.tool_use_id, e.summary)
+    error = e.error or e.summary
+    prefix = {"error": "Error", "cancelled": "Cancelled", "interrupted": "Interrupted"}[e.status]
+    content = f"{prefix}: {error}" if error == e.summary else f"{prefix}: {error}\n{e.summary}"
+    return ToolResultBlock(e.tool_use_id, content, is_error=True)
 
 
-def current_plan(events: Sequence[AggregateEvent]) -> list[dict[str, str]]:
+def current_plan(events: Sequence[SessionEvent]) -> list[PlanItem]:
     for e in reversed(events):
-        if type(e).__name__ == "PlanUpdated":
-            return list(e.items)  # type: ignore[attr-defined]
+        if isinstance(e, S.PlanUpdated):
+            return list(e.items)
     return []
 
 
-def plan_recitation(plan: list[dict[str, str]]) -> str:
-    done = sum(1 for i in plan if i.get("status") == "done")
+def plan_recitation(plan: list[PlanItem]) -> str:
+    done = sum(1 for i in plan if i.status == "done")
     lines = [f"[Current plan: {done}/{len(plan)} done]"]
-    lines += [
-        f"{PLAN_MARKS.get(i.get('status', 'pending'), '[ ]')} {n}. {i['title']}"
-        for n, i in enumerate(plan, 1)
-    ]
+    lines += [f"[{PLAN_MARKS[i.status]}] {n}. {i.title}" for n, i in enumerate(plan, 1)]
     lines.append("Stay on the plan; update it with update_plan when a step is done.")
     return "\n".join(lines)
 

@@ -9,26 +9,28 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import assert_never
 from uuid import UUID
 
-from eventsourcing.domain import AggregateEvent
-
+from domain.events import SessionEvent
 from domain.policies import error_signature
+from domain.session import AgentSession as S
+from domain.values import SessionSettings, ToolUseContent, blocks_tool_uses
 
 
 @dataclass
 class Ledger:
     """Indexes over one session's events; `apply` each event once, in order."""
 
-    settings: dict[str, object] = field(default_factory=dict)
+    settings: SessionSettings = field(default_factory=SessionSettings)
     tools_by_use: dict[str, str] = field(default_factory=dict)
-    requested: dict[str, AggregateEvent] = field(default_factory=dict)
-    results: dict[str, AggregateEvent] = field(default_factory=dict)
-    confirmations: dict[str, AggregateEvent] = field(default_factory=dict)  # by tool use
-    answers: dict[str, AggregateEvent] = field(default_factory=dict)  # by action id
+    requested: dict[str, S.ToolCallRequested] = field(default_factory=dict)
+    results: dict[str, S.ToolResultRecorded] = field(default_factory=dict)
+    confirmations: dict[str, S.ConfirmationRequested] = field(default_factory=dict)  # by use
+    answers: dict[str, S.ConfirmationGiven] = field(default_factory=dict)  # by action id
     started_runs: set[UUID] = field(default_factory=set)
     turns_by_run: dict[UUID, int] = field(default_factory=dict)
-    last_turn_by_run: dict[UUID, AggregateEvent] = field(default_factory=dict)
+    last_turn_by_run: dict[UUID, S.AssistantTurnRecorded] = field(default_factory=dict)
     last_turn_version: int = 0
     tokens_used: int = 0
     stalled_turns: int = 0
@@ -36,74 +38,66 @@ class Ledger:
     _done: frozenset[str] = frozenset()
 
     @classmethod
-    def of(cls, events: Iterable[AggregateEvent]) -> Ledger:
+    def of(cls, events: Iterable[SessionEvent]) -> Ledger:
         ledger = cls()
         for e in events:
             ledger.apply(e)
         return ledger
 
-    def apply(self, e: AggregateEvent) -> None:
-        handler = getattr(self, f"_on_{type(e).__name__}", None)
-        if handler is not None:
-            handler(e.__dict__, e)
+    def apply(self, e: SessionEvent) -> None:
+        match e:
+            case S.SessionStarted(settings=settings):
+                self.settings = settings
+            case S.RunStarted(run_id=run_id):
+                self.started_runs.add(run_id)
+            case S.AssistantTurnRecorded():
+                self._turn(e)
+            case S.ToolCallRequested(tool_use_id=tool_use_id, tool=tool):
+                self.tools_by_use[tool_use_id] = tool
+                self.requested[tool_use_id] = e
+            case S.ToolResultRecorded():
+                self._result(e)
+            case S.StrikeRecorded(tool=tool, error_signature=signature):
+                self.failures[(tool, signature)] = 0
+            case S.ConfirmationRequested(tool_use_id=tool_use_id):
+                self.confirmations[tool_use_id] = e
+            case S.ConfirmationGiven(action_id=action_id):
+                self.answers[action_id] = e
+            case S.PlanUpdated(items=items):
+                done = frozenset(i.title for i in items if i.status == "done")
+                if done - self._done:
+                    self.stalled_turns = 0  # the plan moved forward
+                self._done = done
+            case S.RebootRequested():
+                self.stalled_turns = 0
+            case (
+                S.UserMessageAppended() | S.FindingRecorded() | S.ProgressNoted()
+                | S.ContextCompacted() | S.ArtifactCreated() | S.RunRequested()
+                | S.RunCompleted() | S.RunFailed() | S.RunStopped() | S.SessionRenamed()
+                | S.SessionCompleted() | S.SessionArchived()
+            ):  # fmt: skip
+                pass  # nothing the loop asks about
+            case _:
+                assert_never(e)
 
     def failures_of(self, tool: str, error: str) -> int:
         """Failures of `tool` with this error's signature since its last strike."""
         return self.failures.get((tool, error_signature(error)), 0)
 
-    def tool_uses_of_last_turn(self, run_id: UUID) -> list[dict[str, object]]:
+    def tool_uses_of_last_turn(self, run_id: UUID) -> list[ToolUseContent]:
         turn = self.last_turn_by_run.get(run_id)
-        if turn is None:
-            return []
-        return [b for b in turn.__dict__["content"] if b["type"] == "tool_use"]
+        return [] if turn is None else blocks_tool_uses(turn.content)
 
-    # -- one handler per event type that matters --------------------------------
-
-    def _on_SessionStarted(self, d: dict[str, object], e: AggregateEvent) -> None:
-        settings = d.get("settings")
-        self.settings = dict(settings) if isinstance(settings, dict) else {}
-
-    def _on_RunStarted(self, d: dict[str, object], e: AggregateEvent) -> None:
-        self.started_runs.add(d["run_id"])  # type: ignore[arg-type]
-
-    def _on_AssistantTurnRecorded(self, d: dict[str, object], e: AggregateEvent) -> None:
-        run_id: UUID = d["run_id"]  # type: ignore[assignment]
-        self.turns_by_run[run_id] = self.turns_by_run.get(run_id, 0) + 1
-        self.last_turn_by_run[run_id] = e
+    def _turn(self, e: S.AssistantTurnRecorded) -> None:
+        self.turns_by_run[e.run_id] = self.turns_by_run.get(e.run_id, 0) + 1
+        self.last_turn_by_run[e.run_id] = e
         self.last_turn_version = e.originator_version
-        self.tokens_used += sum(
-            int(d[k])  # type: ignore[call-overload]
-            for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-        )
+        self.tokens_used += e.tokens
         self.stalled_turns += 1
 
-    def _on_ToolCallRequested(self, d: dict[str, object], e: AggregateEvent) -> None:
-        tool_use_id = str(d["tool_use_id"])
-        self.tools_by_use[tool_use_id] = str(d["tool"])
-        self.requested[tool_use_id] = e
-
-    def _on_ToolResultRecorded(self, d: dict[str, object], e: AggregateEvent) -> None:
-        tool_use_id = str(d["tool_use_id"])
-        self.results[tool_use_id] = e
-        if d["status"] == "error":
-            key = (self.tools_by_use.get(tool_use_id, ""), error_signature(str(d["error"] or "")))
+    def _result(self, e: S.ToolResultRecorded) -> None:
+        self.results[e.tool_use_id] = e
+        if e.status == "error":
+            tool = self.tools_by_use.get(e.tool_use_id, "")
+            key = (tool, error_signature(e.error or ""))
             self.failures[key] = self.failures.get(key, 0) + 1
-
-    def _on_StrikeRecorded(self, d: dict[str, object], e: AggregateEvent) -> None:
-        self.failures[(str(d["tool"]), str(d["error_signature"]))] = 0
-
-    def _on_ConfirmationRequested(self, d: dict[str, object], e: AggregateEvent) -> None:
-        self.confirmations[str(d["tool_use_id"])] = e
-
-    def _on_ConfirmationGiven(self, d: dict[str, object], e: AggregateEvent) -> None:
-        self.answers[str(d["action_id"])] = e
-
-    def _on_PlanUpdated(self, d: dict[str, object], e: AggregateEvent) -> None:
-        items: list[dict[str, str]] = d["items"]  # type: ignore[assignment]
-        done = frozenset(i["title"] for i in items if i.get("status") == "done")
-        if done - self._done:
-            self.stalled_turns = 0  # the plan moved forward
-        self._done = done
-
-    def _on_RebootRequested(self, d: dict[str, object], e: AggregateEvent) -> None:
-        self.stalled_turns = 0

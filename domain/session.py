@@ -1,105 +1,250 @@
 """The `AgentSession` aggregate: one agent session, whose events are its context.
 
 Each event carries only what is new (one message, one turn, one tool result); the
-aggregate keeps just enough state to enforce the rules below, never a copy of the
-conversation.
+aggregate keeps just enough state to enforce its rules, never a copy of the
+conversation. Events are nested classes with typed fields; their names (and so their
+stored topics, `domain.session:AgentSession.<Name>`) never change. An event whose
+fields changed has a `class_version` and an `upcast_*` that brings older stored
+events up to date, so every event ever stored still loads.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any
 from uuid import UUID
 
-from eventsourcing.domain import Aggregate, AggregateEvent, event
+from eventsourcing.domain import Aggregate, event
 
-from domain.conversation import ModelTurn, TextBlock, ThinkingBlock
+from domain.conversation import ModelTurn
 from domain.errors import (
     ConfirmationAnswered,
     ConfirmationNotFound,
     InvalidCommand,
-    MessageTooLarge,
     RunAlreadyActive,
     SessionClosed,
 )
-
-MAX_MESSAGE_BYTES = 1024 * 1024
-MAX_TITLE_CHARS = 500
-
-SessionStatus = Literal["created", "running", "waiting", "completed", "error", "stopped"]
-ToolResultStatus = Literal["success", "error", "cancelled", "interrupted"]
-RiskLevel = Literal["safe", "risky"]
-PlanItemStatus = Literal["pending", "in_progress", "done", "skipped"]
-
-TOOL_RESULT_STATUSES: tuple[ToolResultStatus, ...] = (
-    "success",
-    "error",
-    "cancelled",
-    "interrupted",
+from domain.values import (
+    TOOL_RESULT_STATUSES,
+    ArtifactKind,
+    Citation,
+    PlanItem,
+    RiskLevel,
+    SessionSettings,
+    SessionStatus,
+    StoredBlock,
+    ToolResultStatus,
+    check_message_size,
+    check_title,
+    turn_blocks,
 )
-PLAN_ITEM_STATUSES: tuple[PlanItemStatus, ...] = ("pending", "in_progress", "done", "skipped")
+
+State = dict[str, Any]  # a stored event's or snapshot's decoded state, for upcasting
 
 
-def check_message_size(text: str) -> None:
-    size = len(text.encode("utf-8"))
-    if size > MAX_MESSAGE_BYTES:
-        raise MessageTooLarge(size, MAX_MESSAGE_BYTES)
-
-
-def check_title(title: str) -> str:
-    title = title.strip()
-    if not title or len(title) > MAX_TITLE_CHARS:
-        raise InvalidCommand(f"title must be 1 to {MAX_TITLE_CHARS} characters")
-    return title
-
-
-def turn_blocks(turn: ModelTurn) -> list[dict[str, object]]:
-    """A turn's content blocks as plain data, in order (signatures kept for replay)."""
-    blocks: list[dict[str, object]] = []
-    for block in turn.content:
-        if isinstance(block, TextBlock):
-            blocks.append({"type": "text", "text": block.text})
-        elif isinstance(block, ThinkingBlock):
-            blocks.append(
-                {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
-            )
-        else:
-            blocks.append(
-                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-            )
-    return blocks
-
-
-def _payload(old: AggregateEvent) -> dict[str, object]:
-    skip = {"originator_id", "originator_version", "timestamp"}
-    return {k: v for k, v in old.__dict__.items() if k not in skip}
+def _run_totals_unknown(state: State) -> None:
+    """Runs that ended before events carried their totals: none known."""
+    state.setdefault("tokens_used", 0)
+    state.setdefault("message_id", None)
 
 
 class AgentSession(Aggregate):
     """One agent session in a workspace."""
 
-    @event("SessionStarted")
+    class_version = 2  # v2: typed settings; a run's tokens and last message
+
+    @staticmethod
+    def upcast_v1_v2(state: State) -> None:
+        state["settings"] = SessionSettings.of(state.get("settings"))
+        state.setdefault("run_tokens", 0)
+        state.setdefault("run_message_id", None)
+
+    # -- events ----------------------------------------------------------------
+
+    class SessionStarted(Aggregate.Created):
+        workspace_id: UUID
+        owner_id: UUID
+        title: str
+        task_type: str
+        model: str
+        settings: SessionSettings
+        parent_id: UUID | None
+        parent_version: int | None
+
+        class_version = 2
+
+        @staticmethod
+        def upcast_v1_v2(state: State) -> None:
+            state["settings"] = SessionSettings.of(state.get("settings"))
+
+    class UserMessageAppended(Aggregate.Event):
+        text: str
+        attachments: list[str]
+        idempotency_key: str | None
+
+    class AssistantTurnRecorded(Aggregate.Event):
+        run_id: UUID
+        content: list[StoredBlock]
+        stop_reason: str
+        model: str
+        input_tokens: int
+        output_tokens: int
+        cache_read_tokens: int
+        cache_write_tokens: int
+        latency_ms: int
+
+        @property
+        def tokens(self) -> int:
+            """Input (cache reads and writes included) plus output tokens."""
+            return (
+                self.input_tokens
+                + self.output_tokens
+                + self.cache_read_tokens
+                + self.cache_write_tokens
+            )
+
+    class ToolCallRequested(Aggregate.Event):
+        tool_use_id: str
+        tool: str
+        args: dict[str, object]
+        risk: RiskLevel
+
+    class ToolResultRecorded(Aggregate.Event):
+        tool_use_id: str
+        status: ToolResultStatus
+        summary: str
+        blob_ref: str | None
+        error: str | None
+        duration_ms: int
+
+    class ConfirmationRequested(Aggregate.Event):
+        action_id: str
+        tool_use_id: str
+        tool: str
+        args: dict[str, object]
+        description: str
+
+    class ConfirmationGiven(Aggregate.Event):
+        action_id: str
+        approved: bool
+        feedback: str | None
+        by: str
+
+    class PlanUpdated(Aggregate.Event):
+        items: list[PlanItem]
+
+        class_version = 2
+
+        @staticmethod
+        def upcast_v1_v2(state: State) -> None:
+            state["items"] = [PlanItem.of(i) for i in state["items"]]
+
+    class FindingRecorded(Aggregate.Event):
+        text: str
+        citations: list[Citation]
+
+        class_version = 2
+
+        @staticmethod
+        def upcast_v1_v2(state: State) -> None:
+            state["citations"] = [Citation.of(c) for c in state["citations"]]
+
+    class ProgressNoted(Aggregate.Event):
+        text: str
+
+    class StrikeRecorded(Aggregate.Event):
+        tool: str
+        error_signature: str
+        count: int
+
+    class RebootRequested(Aggregate.Event):
+        questions: list[str]
+        iterations_without_progress: int
+
+    class ContextCompacted(Aggregate.Event):
+        summary: str
+        through_version: int
+        tokens_before: int
+        tokens_after: int
+
+    class ArtifactCreated(Aggregate.Event):
+        kind: ArtifactKind
+        name: str
+        blob_ref: str
+        size: int
+        sha256: str
+        media_type: str
+
+    class RunRequested(Aggregate.Event):
+        run_id: UUID
+
+    class RunStarted(Aggregate.Event):
+        run_id: UUID
+        worker: str
+
+    class RunCompleted(Aggregate.Event):
+        run_id: UUID
+        reason: str
+        tokens_used: int
+        message_id: int | None  # the version of the run's last assistant turn
+
+        class_version = 2
+        upcast_v1_v2 = staticmethod(_run_totals_unknown)
+
+    class RunFailed(Aggregate.Event):
+        run_id: UUID
+        reason: str
+        error_code: str
+        tokens_used: int
+        message_id: int | None
+
+        class_version = 2
+        upcast_v1_v2 = staticmethod(_run_totals_unknown)
+
+    class RunStopped(Aggregate.Event):
+        run_id: UUID
+        reason: str
+        tokens_used: int
+        message_id: int | None
+
+        class_version = 2
+        upcast_v1_v2 = staticmethod(_run_totals_unknown)
+
+    class SessionRenamed(Aggregate.Event):
+        title: str
+
+    class SessionCompleted(Aggregate.Event):
+        reason: str
+
+    class SessionArchived(Aggregate.Event):
+        pass
+
+    # -- creation ----------------------------------------------------------------
+
+    @event(SessionStarted)
     def __init__(
         self,
         workspace_id: UUID,
         owner_id: UUID,
         title: str,
-        task_type: str = "general",
-        model: str = "",
-        settings: dict[str, object] | None = None,
-        parent_id: UUID | None = None,
-        parent_version: int | None = None,
+        task_type: str,
+        model: str,
+        settings: SessionSettings,
+        parent_id: UUID | None,
+        parent_version: int | None,
     ) -> None:
         self.workspace_id = workspace_id
         self.owner_id = owner_id
         self.title = title
         self.task_type = task_type
         self.model = model
-        self.settings = settings or {}
+        self.settings = settings
         self.status: SessionStatus = "created"
         self.archived = False
         self.parent_id = parent_id
         self.parent_version = parent_version
         self.active_run: UUID | None = None
+        self.run_tokens = 0  # tokens the active run's turns used so far
+        self.run_message_id: int | None = None  # the active run's last assistant turn
         self.open_tool_calls: dict[str, str] = {}
         # action id -> tool use id, for confirmations asked and not yet answered
         self.pending_confirmations: dict[str, str] = {}
@@ -115,51 +260,29 @@ class AgentSession(Aggregate):
         title: str,
         task_type: str = "general",
         model: str = "",
-        settings: dict[str, object] | None = None,
+        settings: SessionSettings | None = None,
     ) -> AgentSession:
-        return cls(workspace_id, owner_id, check_title(title), task_type, model, settings)
-
-    @classmethod
-    def fork(
-        cls, parent: AgentSession, history: list[AggregateEvent], at_version: int
-    ) -> AgentSession:
-        """A new session holding `parent`'s log up to `at_version`, at the same versions.
-
-        A run still open at that point is stopped and its unanswered tool calls get an
-        `interrupted` result, so the fork starts idle and can run again at once.
-        """
-        if not 1 <= at_version <= parent.version:
-            raise InvalidCommand(f"cannot fork at version {at_version} (1..{parent.version})")
-        child = cls(
-            parent.workspace_id,
-            parent.owner_id,
-            parent.title,
-            parent.task_type,
-            parent.model,
-            dict(parent.settings),
-            parent_id=parent.id,
-            parent_version=at_version,
+        return cls(
+            workspace_id,
+            owner_id,
+            check_title(title),
+            task_type,
+            model,
+            settings or SessionSettings(),
+            None,
+            None,
         )
-        for old in history:
-            if 1 < old.originator_version <= at_version:
-                child.trigger_event(type(old), **_payload(old))
-        if child.active_run is not None:
-            child.stop(f"forked at version {at_version}")
-        return child
 
     # -- messages and turns -------------------------------------------------
 
     def append_user_message(
-        self,
-        text: str,
-        attachments: list[str] | None = None,
-        idempotency_key: str | None = None,
+        self, text: str, attachments: list[str] | None = None, idempotency_key: str | None = None
     ) -> None:
         self._check_open()
         check_message_size(text)
         self._user_message_appended(text, list(attachments or []), idempotency_key)
 
-    @event("UserMessageAppended")
+    @event(UserMessageAppended)
     def _user_message_appended(
         self, text: str, attachments: list[str], idempotency_key: str | None
     ) -> None:
@@ -167,23 +290,17 @@ class AgentSession(Aggregate):
 
     def record_assistant_turn(self, run_id: UUID, turn: ModelTurn, latency_ms: int) -> None:
         self._check_run(run_id)
+        usage = turn.usage
         self._assistant_turn_recorded(
-            run_id=run_id,
-            content=turn_blocks(turn),
-            stop_reason=turn.stop_reason,
-            model=turn.model,
-            input_tokens=turn.usage.input_tokens,
-            output_tokens=turn.usage.output_tokens,
-            cache_read_tokens=turn.usage.cache_read_tokens,
-            cache_write_tokens=turn.usage.cache_write_tokens,
-            latency_ms=latency_ms,
-        )
+            run_id, turn_blocks(turn), turn.stop_reason, turn.model, usage.input_tokens,
+            usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens, latency_ms,
+        )  # fmt: skip
 
-    @event("AssistantTurnRecorded")
+    @event(AssistantTurnRecorded)
     def _assistant_turn_recorded(
         self,
         run_id: UUID,
-        content: list[dict[str, object]],
+        content: list[StoredBlock],
         stop_reason: str,
         model: str,
         input_tokens: int,
@@ -192,7 +309,9 @@ class AgentSession(Aggregate):
         cache_write_tokens: int,
         latency_ms: int,
     ) -> None:
-        pass
+        if run_id == self.active_run:
+            self.run_tokens += input_tokens + output_tokens + cache_read_tokens + cache_write_tokens
+            self.run_message_id = self.version + 1  # apply() runs before the version moves
 
     # -- tools ----------------------------------------------------------------
 
@@ -204,9 +323,9 @@ class AgentSession(Aggregate):
             raise InvalidCommand(f"tool call {tool_use_id} was already requested")
         self._tool_call_requested(tool_use_id, tool, args, risk)
 
-    @event("ToolCallRequested")
+    @event(ToolCallRequested)
     def _tool_call_requested(
-        self, tool_use_id: str, tool: str, args: dict[str, object], risk: str
+        self, tool_use_id: str, tool: str, args: dict[str, object], risk: RiskLevel
     ) -> None:
         self.open_tool_calls[tool_use_id] = tool
 
@@ -226,11 +345,11 @@ class AgentSession(Aggregate):
             raise InvalidCommand(f"unknown tool result status {status!r}")
         self._tool_result_recorded(tool_use_id, status, summary, blob_ref, error, duration_ms)
 
-    @event("ToolResultRecorded")
+    @event(ToolResultRecorded)
     def _tool_result_recorded(
         self,
         tool_use_id: str,
-        status: str,
+        status: ToolResultStatus,
         summary: str,
         blob_ref: str | None,
         error: str | None,
@@ -252,7 +371,7 @@ class AgentSession(Aggregate):
             raise InvalidCommand(f"confirmation {action_id} was already requested")
         self._confirmation_requested(action_id, tool_use_id, tool, args, description)
 
-    @event("ConfirmationRequested")
+    @event(ConfirmationRequested)
     def _confirmation_requested(
         self, action_id: str, tool_use_id: str, tool: str, args: dict[str, object], description: str
     ) -> None:
@@ -268,7 +387,7 @@ class AgentSession(Aggregate):
             raise ConfirmationNotFound(action_id)
         self._confirmation_given(action_id, approved, feedback, by)
 
-    @event("ConfirmationGiven")
+    @event(ConfirmationGiven)
     def _confirmation_given(
         self, action_id: str, approved: bool, feedback: str | None, by: str
     ) -> None:
@@ -277,19 +396,24 @@ class AgentSession(Aggregate):
         if self.active_run is not None and not self.pending_confirmations:
             self.status = "running"
 
-    # -- working memory and the agent's own guard rails ------------------------
+    # -- working memory, artifacts and the agent's own guard rails -----------------
 
-    def record_finding(self, text: str, citations: list[dict[str, str]]) -> None:
+    def update_plan(self, items: list[PlanItem]) -> None:
+        self._check_open()
+        self._plan_updated([PlanItem.of(i.to_json()) for i in items])  # checked, trimmed
+
+    @event(PlanUpdated)
+    def _plan_updated(self, items: list[PlanItem]) -> None:
+        pass
+
+    def record_finding(self, text: str, citations: list[Citation]) -> None:
         self._check_open()
         if not text.strip():
             raise InvalidCommand("a finding needs text")
-        for citation in citations:
-            if not str(citation.get("url", "")).strip():
-                raise InvalidCommand("every citation needs a url")
-        self._finding_recorded(text.strip(), [dict(c) for c in citations])
+        self._finding_recorded(text.strip(), [Citation.of(c.to_json()) for c in citations])
 
-    @event("FindingRecorded")
-    def _finding_recorded(self, text: str, citations: list[dict[str, str]]) -> None:
+    @event(FindingRecorded)
+    def _finding_recorded(self, text: str, citations: list[Citation]) -> None:
         pass
 
     def note_progress(self, text: str) -> None:
@@ -298,22 +422,30 @@ class AgentSession(Aggregate):
             raise InvalidCommand("a progress note needs text")
         self._progress_noted(text.strip())
 
-    @event("ProgressNoted")
+    @event(ProgressNoted)
     def _progress_noted(self, text: str) -> None:
         pass
 
-    def record_strike(self, tool: str, error_signature: str, count: int) -> None:
-        self._strike_recorded(tool, error_signature, count)
+    def record_artifact(
+        self, kind: ArtifactKind, name: str, blob_ref: str, size: int, sha256: str, media_type: str
+    ) -> None:
+        self._check_open()
+        if not name.strip():
+            raise InvalidCommand("an artifact needs a name")
+        self._artifact_created(kind, name.strip(), blob_ref, size, sha256, media_type)
 
-    @event("StrikeRecorded")
-    def _strike_recorded(self, tool: str, error_signature: str, count: int) -> None:
+    @event(ArtifactCreated)
+    def _artifact_created(
+        self, kind: ArtifactKind, name: str, blob_ref: str, size: int, sha256: str, media_type: str
+    ) -> None:
         pass
 
-    def request_reboot(self, questions: list[str], iterations_without_progress: int) -> None:
-        self._reboot_requested(list(questions), iterations_without_progress)
+    @event(StrikeRecorded)
+    def record_strike(self, tool: str, error_signature: str, count: int) -> None:
+        pass
 
-    @event("RebootRequested")
-    def _reboot_requested(self, questions: list[str], iterations_without_progress: int) -> None:
+    @event(RebootRequested)
+    def request_reboot(self, questions: list[str], iterations_without_progress: int) -> None:
         pass
 
     def record_compaction(
@@ -323,26 +455,10 @@ class AgentSession(Aggregate):
             raise InvalidCommand(f"cannot compact through version {through_version}")
         self._context_compacted(summary, through_version, tokens_before, tokens_after)
 
-    @event("ContextCompacted")
+    @event(ContextCompacted)
     def _context_compacted(
         self, summary: str, through_version: int, tokens_before: int, tokens_after: int
     ) -> None:
-        pass
-
-    def update_plan(self, items: list[dict[str, str]]) -> None:
-        self._check_open()
-        for item in items:
-            if not str(item.get("title", "")).strip():
-                raise InvalidCommand("every plan item needs a title")
-            if item.get("status", "pending") not in PLAN_ITEM_STATUSES:
-                raise InvalidCommand(f"unknown plan item status {item.get('status')!r}")
-        cleaned = [
-            {"title": str(i["title"]).strip(), "status": i.get("status", "pending")} for i in items
-        ]
-        self._plan_updated(cleaned)
-
-    @event("PlanUpdated")
-    def _plan_updated(self, items: list[dict[str, str]]) -> None:
         pass
 
     # -- runs -----------------------------------------------------------------
@@ -353,42 +469,49 @@ class AgentSession(Aggregate):
             raise RunAlreadyActive(f"run {self.active_run} is still active")
         self._run_requested(run_id)
 
-    @event("RunRequested")
+    @event(RunRequested)
     def _run_requested(self, run_id: UUID) -> None:
         self.active_run = run_id
+        self.run_tokens, self.run_message_id = 0, None
 
     def start_run(self, run_id: UUID, worker: str) -> None:
         self._check_run(run_id)
         self._run_started(run_id, worker)
 
-    @event("RunStarted")
+    @event(RunStarted)
     def _run_started(self, run_id: UUID, worker: str) -> None:
         self.status = "running"
 
     def complete_run(self, run_id: UUID, reason: str = "end_turn") -> None:
         self._check_run(run_id)
-        self._run_completed(run_id, reason)
+        self._run_completed(run_id, reason, self.run_tokens, self.run_message_id)
 
-    @event("RunCompleted")
-    def _run_completed(self, run_id: UUID, reason: str) -> None:
+    @event(RunCompleted)
+    def _run_completed(
+        self, run_id: UUID, reason: str, tokens_used: int, message_id: int | None
+    ) -> None:
         self.active_run = None
         self.status = "completed"
 
     def fail_run(self, run_id: UUID, reason: str, error_code: str = "RUN_FAILED") -> None:
         self._check_run(run_id)
-        self._run_failed(run_id, reason, error_code)
+        self._run_failed(run_id, reason, error_code, self.run_tokens, self.run_message_id)
 
-    @event("RunFailed")
-    def _run_failed(self, run_id: UUID, reason: str, error_code: str) -> None:
+    @event(RunFailed)
+    def _run_failed(
+        self, run_id: UUID, reason: str, error_code: str, tokens_used: int, message_id: int | None
+    ) -> None:
         self.active_run = None
         self.status = "error"
 
     def stop_run(self, run_id: UUID, reason: str = "stopped by user") -> None:
         self._check_run(run_id)
-        self._run_stopped(run_id, reason)
+        self._run_stopped(run_id, reason, self.run_tokens, self.run_message_id)
 
-    @event("RunStopped")
-    def _run_stopped(self, run_id: UUID, reason: str) -> None:
+    @event(RunStopped)
+    def _run_stopped(
+        self, run_id: UUID, reason: str, tokens_used: int, message_id: int | None
+    ) -> None:
         self.active_run = None
         self.status = "stopped"
 
@@ -408,7 +531,7 @@ class AgentSession(Aggregate):
         self._check_open()
         self._renamed(check_title(title))
 
-    @event("SessionRenamed")
+    @event(SessionRenamed)
     def _renamed(self, title: str) -> None:
         self.title = title
 
@@ -419,7 +542,7 @@ class AgentSession(Aggregate):
             self.stop(reason)
         self._completed(reason)
 
-    @event("SessionCompleted")
+    @event(SessionCompleted)
     def _completed(self, reason: str) -> None:
         self.status = "completed"
 
@@ -427,7 +550,7 @@ class AgentSession(Aggregate):
         self._check_open()
         self._archived()
 
-    @event("SessionArchived")
+    @event(SessionArchived)
     def _archived(self) -> None:
         self.archived = True
 

@@ -1,53 +1,23 @@
 """Working memory: a session's task plan, findings and progress log, folded from events.
 
-The three documents (`task_plan.md`, `findings.md`, `progress.md`) are a pure
-function of the session's events, so the read model can be rebuilt from the log and
-a test can compute exactly what the view must hold.
+The three documents (`task_plan.md`, `findings.md`, `progress.md`, rendered by
+`domain.working_memory_render`) are a pure function of the session's events, so the
+read model can be rebuilt from the log and a test can compute exactly what the view
+must hold.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Protocol, TypedDict, cast
+from typing import TypedDict, assert_never
 
-PLAN_MARKS = {"done": "x", "in_progress": "~", "pending": " ", "skipped": "-"}
+from domain.events import SessionEvent
+from domain.session import AgentSession as S
+from domain.values import Citation, PlanItem, PlanItemStatus
+
 KEPT_FAILURES = ("error", "interrupted")
-NOTHING_YET = "(nothing yet)"
-
-# Events that change the documents. `ToolCallRequested` only remembers which tool a
-# call used, so that a failure in the log can name it; it changes no document.
-DOCUMENT_EVENTS = frozenset(
-    {
-        "SessionStarted", "SessionRenamed", "PlanUpdated", "FindingRecorded",
-        "ProgressNoted", "ToolResultRecorded", "StrikeRecorded",
-        "RunStarted", "RunCompleted", "RunFailed", "RunStopped",
-    }
-)  # fmt: skip
-
-
-class SessionEvent(Protocol):
-    """What the fold needs of any stored session event; the rest is read by name."""
-
-    @property
-    def originator_version(self) -> int: ...
-
-    @property
-    def timestamp(self) -> datetime: ...
-
-
-@dataclass(frozen=True)
-class PlanItem:
-    title: str
-    status: str
-
-
-@dataclass(frozen=True)
-class Citation:
-    url: str
-    title: str = ""
-    blob_ref: str = ""
 
 
 @dataclass(frozen=True)
@@ -93,15 +63,26 @@ class WorkingMemoryState:
     updated_at: str = ""  # ISO 8601 timestamp of that event, UTC
 
     def to_json(self) -> StateJson:
-        return cast(StateJson, asdict(self))
+        return {
+            "title": self.title,
+            "plan": [i.to_json() for i in self.plan],
+            "findings": [
+                {"text": f.text, "citations": [c.to_json() for c in f.citations]}
+                for f in self.findings
+            ],
+            "progress": [{"at": e.at, "text": e.text} for e in self.progress],
+            "open_calls": dict(self.open_calls),
+            "version": self.version,
+            "updated_at": self.updated_at,
+        }
 
     @classmethod
     def from_json(cls, data: StateJson) -> WorkingMemoryState:
         return cls(
             title=data["title"],
-            plan=tuple(PlanItem(i["title"], i["status"]) for i in data["plan"]),
+            plan=tuple(PlanItem.of(i) for i in data["plan"]),
             findings=tuple(
-                Finding(f["text"], tuple(_citation(c) for c in f["citations"]))
+                Finding(f["text"], tuple(Citation.of(c) for c in f["citations"]))
                 for f in data["findings"]
             ),
             progress=tuple(LogEntry(e["at"], e["text"]) for e in data["progress"]),
@@ -118,7 +99,7 @@ class WorkingMemory:
     task_plan: str
     findings: str
     progress: str
-    plan_counts: Mapping[str, int]  # every plan status -> how many items have it
+    plan_counts: Mapping[PlanItemStatus, int]  # every plan status -> items with it
     finding_count: int
     citation_count: int
     source_count: int  # distinct cited urls
@@ -129,23 +110,43 @@ class WorkingMemory:
 # -- the fold ------------------------------------------------------------------
 
 
-def fold(state: WorkingMemoryState, event: SessionEvent) -> WorkingMemoryState:
-    """The state after `event`; the very same state for events that change nothing."""
-    kind = type(event).__name__
-    if kind == "ToolCallRequested":
-        call = {str(_attr(event, "tool_use_id")): str(_attr(event, "tool"))}
-        return replace(state, open_calls={**state.open_calls, **call})
-    if kind not in DOCUMENT_EVENTS:
-        return state
-    if kind == "ToolResultRecorded":
-        tool_use_id = str(_attr(event, "tool_use_id"))
-        tool = state.open_calls.get(tool_use_id, tool_use_id)
-        calls = {k: v for k, v in state.open_calls.items() if k != tool_use_id}
-        state = replace(state, open_calls=calls)
-        if _attr(event, "status") not in KEPT_FAILURES:
-            return state  # the log keeps what went wrong, not every call that worked
-        return _stamped(_logged(state, event, _failure_line(tool, event)), event)
-    return _stamped(_fold_document(state, event, kind), event)
+def fold(state: WorkingMemoryState, e: SessionEvent) -> WorkingMemoryState:
+    """The state after `e`; the very same state for events that change nothing."""
+    match e:
+        case S.ToolCallRequested(tool_use_id=tool_use_id, tool=tool):
+            # Remembered only so that a failure in the log can name its tool.
+            return replace(state, open_calls={**state.open_calls, tool_use_id: tool})
+        case S.ToolResultRecorded():
+            return _result(state, e)
+        case S.SessionStarted(title=title) | S.SessionRenamed(title=title):
+            return _stamped(replace(state, title=title), e)
+        case S.PlanUpdated(items=items):  # the whole plan, replacing the previous one
+            return _stamped(replace(state, plan=tuple(items)), e)
+        case S.FindingRecorded(text=text, citations=citations):
+            finding = Finding(text, tuple(citations))
+            return _stamped(replace(state, findings=(*state.findings, finding)), e)
+        case S.ProgressNoted(text=text):
+            return _logged(state, e, text)
+        case S.StrikeRecorded(tool=tool, error_signature=signature, count=count):
+            line = f"3-strike: tool {tool} failing with {one_line(signature)} (strike {count})"
+            return _logged(state, e, line)
+        case S.RunStarted(run_id=run_id, worker=worker):
+            where = f" on worker {worker}" if worker else ""
+            return _logged(state, e, f"{_run(run_id)} started{where}")
+        case S.RunCompleted(run_id=run_id, reason=reason):
+            return _logged(state, e, f"{_run(run_id)} completed ({reason})")
+        case S.RunFailed(run_id=run_id, reason=reason, error_code=code):
+            return _logged(state, e, f"{_run(run_id)} failed [{code}]: {one_line(reason)}")
+        case S.RunStopped(run_id=run_id, reason=reason):
+            return _logged(state, e, f"{_run(run_id)} stopped: {one_line(reason)}")
+        case (
+            S.UserMessageAppended() | S.AssistantTurnRecorded() | S.ConfirmationRequested()
+            | S.ConfirmationGiven() | S.RebootRequested() | S.ContextCompacted()
+            | S.ArtifactCreated() | S.RunRequested() | S.SessionCompleted() | S.SessionArchived()
+        ):  # fmt: skip
+            return state
+        case _:
+            assert_never(e)
 
 
 def fold_all(events: Iterable[SessionEvent]) -> WorkingMemoryState:
@@ -156,162 +157,35 @@ def fold_all(events: Iterable[SessionEvent]) -> WorkingMemoryState:
     return state
 
 
-def _fold_document(state: WorkingMemoryState, event: SessionEvent, kind: str) -> WorkingMemoryState:
-    if kind in ("SessionStarted", "SessionRenamed"):
-        return replace(state, title=str(_attr(event, "title")))
-    if kind == "PlanUpdated":
-        items = _attr(event, "items")
-        plan = tuple(PlanItem(str(i["title"]), str(i.get("status", "pending"))) for i in items)
-        return replace(state, plan=plan)  # the whole plan, replacing the previous one
-    if kind == "FindingRecorded":
-        citations = tuple(_citation(c) for c in _attr(event, "citations"))
-        finding = Finding(str(_attr(event, "text")), citations)
-        return replace(state, findings=(*state.findings, finding))
-    return _logged(state, event, _log_line(event, kind))
-
-
-def _log_line(event: SessionEvent, kind: str) -> str:
-    if kind == "ProgressNoted":
-        return str(_attr(event, "text"))
-    if kind == "StrikeRecorded":
-        tool, signature = _attr(event, "tool"), _attr(event, "error_signature")
-        count = _attr(event, "count")
-        return f"3-strike: tool {tool} failing with {_one_line(signature)} (strike {count})"
-    run = f"run {str(_attr(event, 'run_id'))[:8]}"
-    if kind == "RunStarted":
-        worker = _attr(event, "worker")
-        return f"{run} started on worker {worker}" if worker else f"{run} started"
-    if kind == "RunCompleted":
-        return f"{run} completed ({_attr(event, 'reason')})"
-    if kind == "RunFailed":
-        return f"{run} failed [{_attr(event, 'error_code')}]: {_one_line(_attr(event, 'reason'))}"
-    return f"{run} stopped: {_one_line(_attr(event, 'reason'))}"  # RunStopped
-
-
-def _failure_line(tool: str, event: SessionEvent) -> str:
-    status = str(_attr(event, "status"))
-    error = _one_line(_attr(event, "error") or "")
-    summary = _one_line(_attr(event, "summary") or "")
+def _result(state: WorkingMemoryState, e: S.ToolResultRecorded) -> WorkingMemoryState:
+    tool = state.open_calls.get(e.tool_use_id, e.tool_use_id)
+    calls = {k: v for k, v in state.open_calls.items() if k != e.tool_use_id}
+    state = replace(state, open_calls=calls)
+    if e.status not in KEPT_FAILURES:
+        return state  # the log keeps what went wrong, not every call that worked
+    error, summary = one_line(e.error or ""), one_line(e.summary or "")
     # Either may be the terse one (an error code, or a one-word summary): keep both.
     detail = f"{error} ({summary})" if error and summary and summary != error else error or summary
-    verb = "failed" if status == "error" else status
-    return f"tool {tool} {verb}: {detail or 'no detail'}"
+    verb = "failed" if e.status == "error" else e.status
+    return _logged(state, e, f"tool {tool} {verb}: {detail or 'no detail'}")
 
 
-def _logged(state: WorkingMemoryState, event: SessionEvent, text: str) -> WorkingMemoryState:
-    entry = LogEntry(_utc(event.timestamp), text)
-    return replace(state, progress=(*state.progress, entry))
+def _run(run_id: object) -> str:
+    return f"run {str(run_id)[:8]}"
 
 
-def _stamped(state: WorkingMemoryState, event: SessionEvent) -> WorkingMemoryState:
-    return replace(state, version=event.originator_version, updated_at=_utc(event.timestamp))
+def _logged(state: WorkingMemoryState, e: SessionEvent, text: str) -> WorkingMemoryState:
+    entry = LogEntry(_utc(e.timestamp), text)
+    return _stamped(replace(state, progress=(*state.progress, entry)), e)
 
 
-def _attr(event: SessionEvent, name: str) -> Any:
-    # Session events are built by the `@event` decorator, so their payload
-    # attributes are not visible to a type checker: read them by name, once, here.
-    return getattr(event, name)
-
-
-def _citation(data: Mapping[str, str]) -> Citation:
-    return Citation(
-        str(data["url"]).strip(),
-        str(data.get("title") or "").strip(),
-        str(data.get("blob_ref") or ""),
-    )
+def _stamped(state: WorkingMemoryState, e: SessionEvent) -> WorkingMemoryState:
+    return replace(state, version=e.originator_version, updated_at=_utc(e.timestamp))
 
 
 def _utc(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat()
 
 
-def _one_line(text: object) -> str:
+def one_line(text: object) -> str:
     return " ".join(str(text).split())
-
-
-# -- rendering -----------------------------------------------------------------
-
-
-def render(state: WorkingMemoryState) -> WorkingMemory:
-    """The three markdown documents and their counts (deterministic)."""
-    counts = {status: 0 for status in PLAN_MARKS}
-    for item in state.plan:
-        counts[item.status] = counts.get(item.status, 0) + 1
-    citations = [c for f in state.findings for c in f.citations]
-    return WorkingMemory(
-        task_plan=render_task_plan(state),
-        findings=render_findings(state),
-        progress=render_progress(state),
-        plan_counts=counts,
-        finding_count=len(state.findings),
-        citation_count=len(citations),
-        source_count=len(_sources(state)),
-        version=state.version,
-        updated_at=datetime.fromisoformat(state.updated_at) if state.updated_at else None,
-    )
-
-
-def render_task_plan(state: WorkingMemoryState) -> str:
-    lines = ["# Task Plan", ""]
-    if state.title:
-        lines += [f"Goal: {_one_line(state.title)}", ""]
-    if not state.plan:
-        return _doc([*lines, NOTHING_YET])
-    done = sum(1 for i in state.plan if i.status == "done")
-    lines += [f"{done}/{len(state.plan)} done", ""]
-    lines += [f"- [{PLAN_MARKS.get(i.status, '?')}] {_one_line(i.title)}" for i in state.plan]
-    return _doc(lines)
-
-
-def render_findings(state: WorkingMemoryState) -> str:
-    lines = ["# Findings", ""]
-    if not state.findings:
-        return _doc([*lines, NOTHING_YET])
-    for number, finding in enumerate(state.findings, start=1):
-        prefix = f"{number}. "
-        lines.append(prefix + _indented(finding.text, " " * len(prefix)))
-        for c in finding.citations:
-            saved = f" (saved as `{c.blob_ref}`)" if c.blob_ref else ""
-            lines.append(f"{' ' * len(prefix)}- {_link(c.url, c.title)}{saved}")
-    lines += ["", "## Sources", ""]
-    lines += [f"- {_link(url, title)}" for url, title in _sources(state).items()]
-    return _doc(lines)
-
-
-def render_progress(state: WorkingMemoryState) -> str:
-    lines = ["# Progress", ""]
-    if not state.progress:
-        return _doc([*lines, NOTHING_YET])
-    for entry in state.progress:
-        stamp = f"- {datetime.fromisoformat(entry.at):%H:%M:%S} "
-        lines.append(stamp + _indented(entry.text, "  "))
-    return _doc(lines)
-
-
-def _sources(state: WorkingMemoryState) -> dict[str, str]:
-    """Each cited url once, in order of first citation, with the first title it had."""
-    sources: dict[str, str] = {}
-    for finding in state.findings:
-        for c in finding.citations:
-            if not sources.get(c.url):
-                sources[c.url] = c.title
-    return sources
-
-
-def _link(url: str, title: str) -> str:
-    # Angle brackets keep a url with spaces or parentheses one markdown link.
-    target = f"<{url}>" if any(ch in url for ch in " ()<>") else url
-    if not title:
-        return target
-    label = _one_line(title).replace("[", "\\[").replace("]", "\\]")
-    return f"[{label}]({target})"
-
-
-def _indented(text: str, indent: str) -> str:
-    # Continuation lines stay inside their list item.
-    lines = [line.rstrip() for line in text.strip().splitlines()] or [""]
-    return "\n".join([lines[0], *(indent + line if line else "" for line in lines[1:])])
-
-
-def _doc(lines: list[str]) -> str:
-    return "\n".join(lines) + "\n"

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import assert_never
 from uuid import UUID
 
 from psycopg import Cursor
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
-from projections.view import Event, View
+from domain.events import SessionEvent
+from domain.session import AgentSession as S
+from projections.view import SessionView
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,7 @@ class ConfirmationRow:
 COLUMNS = ", ".join(ConfirmationRow.__dataclass_fields__)
 
 
-class ConfirmationsView(View):
+class ConfirmationsView(SessionView):
     """Pending and answered confirmations; a request that lost its call is `expired`."""
 
     name = "confirmations"
@@ -54,34 +57,49 @@ class ConfirmationsView(View):
     )
     clear_statements = ("DELETE FROM confirmations_view",)
 
-    def apply_event(self, curs: Cursor[DictRow], event: Event) -> None:
-        d = event.__dict__
-        kind = type(event).__name__
-        if kind == "ConfirmationRequested":
-            curs.execute(
-                "INSERT INTO confirmations_view (action_id, session_id, tool_use_id, tool, args, "
-                "description, status, created_at) VALUES (%s, %s, %s, %s, %s, %s, 'pending', %s)",
-                (
-                    d["action_id"], event.originator_id, d["tool_use_id"], d["tool"],
-                    Jsonb(d["args"]), d["description"], event.timestamp,
-                ),
-            )  # fmt: skip
-        elif kind == "ConfirmationGiven":
-            curs.execute(
-                "UPDATE confirmations_view SET status = %s, feedback = %s, responded_by = %s, "
-                "responded_at = %s WHERE action_id = %s",
-                (
-                    "approved" if d["approved"] else "rejected",
-                    d["feedback"], d["by"], event.timestamp, d["action_id"],
-                ),
-            )  # fmt: skip
-        elif kind == "ToolResultRecorded":
-            # A call that ended without an answer (a stop, a fork) takes its request with it.
-            curs.execute(
-                "UPDATE confirmations_view SET status = 'expired', responded_at = %s "
-                "WHERE session_id = %s AND tool_use_id = %s AND status = 'pending'",
-                (event.timestamp, event.originator_id, d["tool_use_id"]),
-            )
+    def apply_session_event(self, curs: Cursor[DictRow], event: SessionEvent) -> None:
+        match event:
+            case S.ConfirmationRequested(
+                action_id=action_id, tool_use_id=tool_use_id, tool=tool, args=args,
+                description=description,
+            ):  # fmt: skip
+                curs.execute(
+                    "INSERT INTO confirmations_view (action_id, session_id, tool_use_id, tool, "
+                    "args, description, status, created_at) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, 'pending', %s)",
+                    (
+                        action_id, event.originator_id, tool_use_id, tool, Jsonb(args),
+                        description, event.timestamp,
+                    ),
+                )  # fmt: skip
+            case S.ConfirmationGiven(action_id=action_id, approved=approved):
+                curs.execute(
+                    "UPDATE confirmations_view SET status = %s, feedback = %s, "
+                    "responded_by = %s, responded_at = %s WHERE action_id = %s",
+                    (
+                        "approved" if approved else "rejected",
+                        event.feedback, event.by, event.timestamp, action_id,
+                    ),
+                )  # fmt: skip
+            case S.ToolResultRecorded(tool_use_id=tool_use_id):
+                # A call that ended without an answer (a stop, a fork) takes its request
+                # with it.
+                curs.execute(
+                    "UPDATE confirmations_view SET status = 'expired', responded_at = %s "
+                    "WHERE session_id = %s AND tool_use_id = %s AND status = 'pending'",
+                    (event.timestamp, event.originator_id, tool_use_id),
+                )
+            case (
+                S.SessionStarted() | S.UserMessageAppended() | S.AssistantTurnRecorded()
+                | S.ToolCallRequested() | S.PlanUpdated() | S.FindingRecorded()
+                | S.ProgressNoted() | S.StrikeRecorded() | S.RebootRequested()
+                | S.ContextCompacted() | S.ArtifactCreated() | S.RunRequested()
+                | S.RunStarted() | S.RunCompleted() | S.RunFailed() | S.RunStopped()
+                | S.SessionRenamed() | S.SessionCompleted() | S.SessionArchived()
+            ):  # fmt: skip
+                pass
+            case _:
+                assert_never(event)
 
     def get(self, action_id: str) -> ConfirmationRow | None:
         with self.datastore.get_connection() as conn:

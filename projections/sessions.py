@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import ClassVar
+from typing import assert_never
 from uuid import UUID
 
 from psycopg import Cursor
 from psycopg.rows import DictRow
 
-from projections.view import Event, View
+from domain.events import SessionEvent
+from domain.session import AgentSession as S
+from projections.view import SessionView
 
 FAILED_TOOL_STATUSES = ("error", "interrupted")
 
@@ -44,7 +45,7 @@ class SessionSummary:
 COLUMNS = ", ".join(SessionSummary.__dataclass_fields__)
 
 
-class SessionsView(View):
+class SessionsView(SessionView):
     """Sessions by workspace and status, with message, tool and token counts."""
 
     name = "sessions"
@@ -75,51 +76,20 @@ class SessionsView(View):
     )
     clear_statements = ("DELETE FROM sessions_view",)
 
-    # Column changes per event type, beyond version and last activity.
-    _SET: ClassVar[dict[str, Callable[[Event], tuple[str, tuple[object, ...]]]]] = {
-        "UserMessageAppended": lambda e: ("message_count = message_count + 1", ()),
-        "AssistantTurnRecorded": lambda e: (
-            "message_count = message_count + 1, input_tokens = input_tokens + %s, "
-            "output_tokens = output_tokens + %s, cache_read_tokens = cache_read_tokens + %s, "
-            "cache_write_tokens = cache_write_tokens + %s",
-            (e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens),  # type: ignore[attr-defined]
-        ),
-        "ToolCallRequested": lambda e: ("tool_call_count = tool_call_count + 1", ()),
-        "ToolResultRecorded": lambda e: (
-            "failure_count = failure_count + %s",
-            (1 if e.status in FAILED_TOOL_STATUSES else 0,),  # type: ignore[attr-defined]
-        ),
-        "RunRequested": lambda e: ("active_run = %s", (e.run_id,)),  # type: ignore[attr-defined]
-        "RunStarted": lambda e: ("status = 'running'", ()),
-        "ConfirmationRequested": lambda e: ("status = 'waiting'", ()),
-        "ConfirmationGiven": lambda e: (
-            "status = CASE WHEN status = 'waiting' THEN 'running' ELSE status END",
-            (),
-        ),
-        "RunCompleted": lambda e: ("status = 'completed', active_run = NULL", ()),
-        "RunFailed": lambda e: ("status = 'error', active_run = NULL", ()),
-        "RunStopped": lambda e: ("status = 'stopped', active_run = NULL", ()),
-        "SessionRenamed": lambda e: ("title = %s", (e.title,)),  # type: ignore[attr-defined]
-        "SessionArchived": lambda e: ("archived = true", ()),
-        "SessionCompleted": lambda e: ("status = 'completed'", ()),
-    }
-
-    def apply_event(self, curs: Cursor[DictRow], event: Event) -> None:
-        kind = type(event).__name__
-        if kind == "SessionStarted":
+    def apply_session_event(self, curs: Cursor[DictRow], event: SessionEvent) -> None:
+        if isinstance(event, S.SessionStarted):
             curs.execute(
                 "INSERT INTO sessions_view (session_id, workspace_id, owner_id, title, "
                 "task_type, model, status, version, created_at, last_activity_at) "
                 "VALUES (%s, %s, %s, %s, %s, %s, 'created', %s, %s, %s)",
                 (
-                    event.originator_id, event.workspace_id, event.owner_id, event.title,  # type: ignore[attr-defined]
-                    event.task_type, event.model, event.originator_version,  # type: ignore[attr-defined]
+                    event.originator_id, event.workspace_id, event.owner_id, event.title,
+                    event.task_type, event.model, event.originator_version,
                     event.timestamp, event.timestamp,
                 ),
             )  # fmt: skip
             return
-        change = self._SET.get(kind)
-        assignments, params = change(event) if change else ("", ())
+        assignments, params = _changes(event)
         prefix = f"{assignments}, " if assignments else ""
         curs.execute(
             f"UPDATE sessions_view SET {prefix}version = %s, "
@@ -183,3 +153,53 @@ class SessionsView(View):
         """Every row, ordered (for comparing a rebuilt view with the live one)."""
         with self.datastore.get_connection() as conn:
             return list(conn.execute("SELECT * FROM sessions_view ORDER BY session_id").fetchall())
+
+
+Change = tuple[str, tuple[object, ...]]  # SQL assignments and their parameters
+NOTHING: Change = ("", ())
+
+
+def _changes(e: SessionEvent) -> Change:
+    """Column changes for one event, beyond version and last activity."""
+    match e:
+        case S.UserMessageAppended():
+            return "message_count = message_count + 1", ()
+        case S.AssistantTurnRecorded():
+            return (
+                "message_count = message_count + 1, input_tokens = input_tokens + %s, "
+                "output_tokens = output_tokens + %s, cache_read_tokens = cache_read_tokens + %s, "
+                "cache_write_tokens = cache_write_tokens + %s",
+                (e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens),
+            )
+        case S.ToolCallRequested():
+            return "tool_call_count = tool_call_count + 1", ()
+        case S.ToolResultRecorded(status=status):
+            return "failure_count = failure_count + %s", (int(status in FAILED_TOOL_STATUSES),)
+        case S.RunRequested(run_id=run_id):
+            return "active_run = %s", (run_id,)
+        case S.RunStarted():
+            return "status = 'running'", ()
+        case S.ConfirmationRequested():
+            return "status = 'waiting'", ()
+        case S.ConfirmationGiven():
+            return "status = CASE WHEN status = 'waiting' THEN 'running' ELSE status END", ()
+        case S.RunCompleted():
+            return "status = 'completed', active_run = NULL", ()
+        case S.RunFailed():
+            return "status = 'error', active_run = NULL", ()
+        case S.RunStopped():
+            return "status = 'stopped', active_run = NULL", ()
+        case S.SessionRenamed(title=title):
+            return "title = %s", (title,)
+        case S.SessionArchived():
+            return "archived = true", ()
+        case S.SessionCompleted():
+            return "status = 'completed'", ()
+        case (
+            S.SessionStarted() | S.PlanUpdated() | S.FindingRecorded() | S.ProgressNoted()
+            | S.StrikeRecorded() | S.RebootRequested() | S.ContextCompacted()
+            | S.ArtifactCreated()
+        ):  # fmt: skip
+            return NOTHING
+        case _:
+            assert_never(e)

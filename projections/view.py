@@ -11,7 +11,7 @@ import dataclasses
 import time
 from abc import abstractmethod
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 from uuid import UUID
 
 import psycopg
@@ -22,7 +22,9 @@ from psycopg import Cursor
 from psycopg.rows import DictRow
 from psycopg.sql import SQL, Composed
 
-Event = AggregateEvent
+from domain.events import SessionEvent, as_session_event
+
+Event = AggregateEvent  # what a view is handed: a decoded event of any aggregate
 TRACKING_TABLE = "projection_tracking"
 
 
@@ -74,12 +76,13 @@ def storable(event: Event) -> Event:
     Postgres text and jsonb cannot hold NUL, which a tool's output or a title may
     contain; the log keeps the original, the read model shows U+FFFD instead of dying.
     """
-    changes = {}
-    for name, value in event.__dict__.items():
+    changes: dict[str, Any] = {}  # field name -> its cleaned value
+    for f in dataclasses.fields(event):
+        value = getattr(event, f.name)
         cleaned = _without_nul(value)
         if cleaned is not value:
-            changes[name] = cleaned
-    return dataclasses.replace(event, **changes) if changes else event  # type: ignore[arg-type]
+            changes[f.name] = cleaned
+    return dataclasses.replace(event, **changes) if changes else event
 
 
 class View(PostgresTrackingRecorder):
@@ -188,3 +191,14 @@ class View(PostgresTrackingRecorder):
             time.sleep(min(interval, remaining))
             interval = min(interval * 2, 0.05)
         return True
+
+
+class SessionView(View):
+    """A view of session events only: each one is matched against `SessionEvent`."""
+
+    def apply_event(self, curs: Cursor[DictRow], event: Event) -> None:
+        self.apply_session_event(curs, as_session_event(event))
+
+    @abstractmethod
+    def apply_session_event(self, curs: Cursor[DictRow], event: SessionEvent) -> None:
+        """Change the view's tables for one session event."""

@@ -7,21 +7,18 @@ than into the whole log again.
 
 from __future__ import annotations
 
+from typing import assert_never
 from uuid import UUID
 
 from psycopg import Cursor
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
-from domain.working_memory import (
-    DOCUMENT_EVENTS,
-    KEPT_FAILURES,
-    WorkingMemory,
-    WorkingMemoryState,
-    fold,
-    render,
-)
-from projections.view import Event, View
+from domain.events import SessionEvent
+from domain.session import AgentSession as S
+from domain.working_memory import KEPT_FAILURES, WorkingMemory, WorkingMemoryState, fold
+from domain.working_memory_render import render
+from projections.view import SessionView
 
 DOCUMENT_COLUMNS = (
     "task_plan, findings, progress, plan_counts, finding_count, citation_count, "
@@ -29,7 +26,7 @@ DOCUMENT_COLUMNS = (
 )
 
 
-class WorkingMemoryView(View):
+class WorkingMemoryView(SessionView):
     """`task_plan.md`, `findings.md` and `progress.md` per session, ready to serve."""
 
     name = "working_memory"
@@ -50,31 +47,41 @@ class WorkingMemoryView(View):
     )
     clear_statements = ("DELETE FROM working_memory_view",)
 
-    def apply_event(self, curs: Cursor[DictRow], event: Event) -> None:
-        kind = type(event).__name__
+    def apply_session_event(self, curs: Cursor[DictRow], event: SessionEvent) -> None:
         session_id = event.originator_id
-        # Tool calls are the commonest events and change no document: the state's
-        # `open_calls` (tool use id -> tool, so that a failure can name its tool) is
-        # edited in place, a write with no read, which a pipeline sends without waiting.
-        if kind == "ToolCallRequested":
-            curs.execute(
-                "UPDATE working_memory_view SET state = jsonb_set(state, "
-                "ARRAY['open_calls', %s::text], to_jsonb(%s::text)) WHERE session_id = %s",
-                (event.tool_use_id, event.tool, session_id),  # type: ignore[attr-defined]
-            )
-            return
-        if kind == "ToolResultRecorded" and event.status not in KEPT_FAILURES:  # type: ignore[attr-defined]
-            curs.execute(
-                "UPDATE working_memory_view SET state = state #- ARRAY['open_calls', %s::text] "
-                "WHERE session_id = %s",
-                (event.tool_use_id, session_id),  # type: ignore[attr-defined]
-            )
-            return
-        if kind not in DOCUMENT_EVENTS:
-            return
-        fresh = kind == "SessionStarted"
-        state = WorkingMemoryState() if fresh else self._load(curs, session_id)
-        self._store(curs, session_id, fold(state, event))
+        match event:
+            case S.ToolCallRequested(tool_use_id=tool_use_id, tool=tool):
+                # The commonest events, and they change no document: the state's
+                # `open_calls` (so that a failure can name its tool) is edited in place,
+                # a write with no read, which a pipeline sends without waiting.
+                curs.execute(
+                    "UPDATE working_memory_view SET state = jsonb_set(state, "
+                    "ARRAY['open_calls', %s::text], to_jsonb(%s::text)) WHERE session_id = %s",
+                    (tool_use_id, tool, session_id),
+                )
+            case S.ToolResultRecorded(status=status) if status not in KEPT_FAILURES:
+                curs.execute(
+                    "UPDATE working_memory_view SET state = state #- ARRAY['open_calls', %s::text] "
+                    "WHERE session_id = %s",
+                    (event.tool_use_id, session_id),
+                )
+            case S.SessionStarted():
+                self._store(curs, session_id, fold(WorkingMemoryState(), event))
+            case (
+                S.ToolResultRecorded() | S.SessionRenamed() | S.PlanUpdated()
+                | S.FindingRecorded() | S.ProgressNoted() | S.StrikeRecorded() | S.RunStarted()
+                | S.RunCompleted() | S.RunFailed() | S.RunStopped()
+            ):  # fmt: skip
+                self._store(curs, session_id, fold(self._load(curs, session_id), event))
+            case (
+                S.UserMessageAppended() | S.AssistantTurnRecorded() | S.ConfirmationRequested()
+                | S.ConfirmationGiven() | S.RebootRequested() | S.ContextCompacted()
+                | S.ArtifactCreated() | S.RunRequested() | S.SessionCompleted()
+                | S.SessionArchived()
+            ):  # fmt: skip
+                pass  # no document shows these
+            case _:
+                assert_never(event)
 
     def _load(self, curs: Cursor[DictRow], session_id: UUID) -> WorkingMemoryState:
         # Fetching at once is what makes a read work inside `apply_batch`'s pipeline:

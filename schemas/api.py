@@ -9,6 +9,8 @@ from uuid import UUID
 import msgspec
 from msgspec import Meta
 
+from schemas.sse import ToolUse
+
 # Some visible character, and no NUL (Postgres text cannot hold it).
 VISIBLE = r"^[^\x00]*\S[^\x00]*$"
 Title = Annotated[str, Meta(min_length=1, max_length=500, pattern=VISIBLE)]
@@ -140,12 +142,15 @@ class SessionPage(msgspec.Struct):
 
 
 class MessageOut(msgspec.Struct):
+    """A message; its `id` is what a run's SSE `done.message_id` names."""
+
+    id: str
     version: int
     role: Literal["user", "assistant"]
     content: str
     timestamp: datetime
     thinking: str | None = None
-    tool_calls: list[dict[str, object]] | None = None
+    tool_calls: list[ToolUse] | None = None
 
 
 class MessagePage(msgspec.Struct):
@@ -202,6 +207,9 @@ class WorkingMemoryOut(msgspec.Struct):
     progress: Document
 
 
+HitlStatus = Literal["pending", "approved", "rejected", "expired"]
+
+
 class HitlRequestOut(msgspec.Struct):
     request_id: str
     session_id: UUID
@@ -209,7 +217,7 @@ class HitlRequestOut(msgspec.Struct):
     description: str
     context: dict[str, object]
     created_at: datetime
-    status: Literal["pending", "approved", "rejected", "expired"] = "pending"
+    status: HitlStatus = "pending"
     user_feedback: str | None = None
     responded_at: datetime | None = None
 

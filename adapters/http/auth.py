@@ -6,7 +6,7 @@ from litestar.connection import ASGIConnection
 from litestar.datastructures import State
 from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
 
-from adapters.http.api import Api
+from adapters.http.deps import Access
 from adapters.http.errors import ApiError
 
 PUBLIC = [
@@ -35,8 +35,8 @@ class BearerTokenAuthentication(AbstractAuthenticationMiddleware):
             )
             if not token:
                 raise ApiError(401, "a bearer access token is required", "UNAUTHORIZED")
-        api: Api = connection.app.state.api
-        principal = await api.call(api.accounts.authenticate, token.strip())
+        access: Access = connection.app.state.access
+        principal = await access.authenticate(token.strip())
         return AuthenticationResult(user=principal, auth=token)
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 from litestar import Controller, get, post
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from adapters.http.api import Api, Caller
-from application.accounts import TokenPair, WorkspaceInfo
+from adapters.http.deps import Caller
+from application.accounts import AccountService, TokenPair, WorkspaceInfo
+from application.bridge import SyncBridge
+from projections.accounts import WorkspaceDirectory
 from schemas.api import (
     LoginBody,
     RefreshBody,
@@ -27,8 +29,10 @@ class AuthController(Controller):
     tags = ["auth"]
 
     @post("/register", status_code=HTTP_201_CREATED)
-    async def register(self, data: RegisterBody, api: Api) -> RegisterOut:
-        done = await api.call(api.accounts.register, data.email, data.password, data.name)
+    async def register(
+        self, data: RegisterBody, accounts: AccountService, bridge: SyncBridge
+    ) -> RegisterOut:
+        done = await bridge(accounts.register, data.email, data.password, data.name)
         return RegisterOut(
             user_id=done.user_id,
             email=data.email.strip().lower(),
@@ -38,16 +42,20 @@ class AuthController(Controller):
         )
 
     @post("/login", status_code=HTTP_200_OK)
-    async def login(self, data: LoginBody, api: Api) -> TokenOut:
-        return _tokens(await api.call(api.accounts.login, data.email, data.password))
+    async def login(
+        self, data: LoginBody, accounts: AccountService, bridge: SyncBridge
+    ) -> TokenOut:
+        return _tokens(await bridge(accounts.login, data.email, data.password))
 
     @post("/refresh", status_code=HTTP_200_OK)
-    async def refresh(self, data: RefreshBody, api: Api) -> TokenOut:
-        return _tokens(await api.call(api.accounts.refresh, data.refresh_token))
+    async def refresh(
+        self, data: RefreshBody, accounts: AccountService, bridge: SyncBridge
+    ) -> TokenOut:
+        return _tokens(await bridge(accounts.refresh, data.refresh_token))
 
     @post("/logout", status_code=HTTP_204_NO_CONTENT)
-    async def logout(self, request: Caller, api: Api) -> None:
-        await api.call(api.accounts.logout, request.auth)
+    async def logout(self, request: Caller, accounts: AccountService, bridge: SyncBridge) -> None:
+        await bridge(accounts.logout, request.auth)
 
 
 class WorkspaceController(Controller):
@@ -55,16 +63,18 @@ class WorkspaceController(Controller):
     tags = ["workspaces"]
 
     @get("/")
-    async def list_workspaces(self, request: Caller, api: Api) -> list[WorkspaceOut]:
-        found = await api.call(api.workspaces.workspaces_of, request.user.user_id)
+    async def list_workspaces(
+        self, request: Caller, workspaces: WorkspaceDirectory, bridge: SyncBridge
+    ) -> list[WorkspaceOut]:
+        found = await bridge(workspaces.workspaces_of, request.user.user_id)
         return [_workspace(w) for w in found]
 
     @post("/", status_code=HTTP_201_CREATED)
     async def create_workspace(
-        self, data: WorkspaceBody, request: Caller, api: Api
+        self, data: WorkspaceBody, request: Caller, accounts: AccountService, bridge: SyncBridge
     ) -> WorkspaceOut:
-        created = await api.call(
-            api.accounts.create_workspace,
+        created = await bridge(
+            accounts.create_workspace,
             request.user.user_id,
             data.name,
             organization_id=data.organization_id,

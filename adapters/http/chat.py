@@ -8,9 +8,16 @@ from uuid import UUID
 from litestar import Controller, get, post
 from litestar.response import ServerSentEvent
 
-from adapters.http.api import Api, Caller
-from adapters.http.streaming import run_messages, sse
-from domain.working_memory import WorkingMemory, fold_all, render
+from adapters.http.deps import Access, Caller, ReadModels
+from adapters.http.openapi import SseOperation
+from adapters.http.streaming import run_messages, sse_response
+from adapters.nats.session_feed import SessionFeed
+from application.bridge import SyncBridge
+from application.runs import RunScheduler
+from application.sessions import Receipt, SessionService
+from domain.session import AgentSession as S
+from domain.working_memory import WorkingMemory, fold_all
+from domain.working_memory_render import render
 from schemas.api import ChatMessage, ConfirmBody, ConfirmOut, Document, StopOut, WorkingMemoryOut
 
 
@@ -18,33 +25,35 @@ class ChatController(Controller):
     path = "/api/v1/chat"
     tags = ["chat"]
 
-    @post("/{session_id:uuid}/message", status_code=200)
+    @post("/{session_id:uuid}/message", status_code=200, operation_class=SseOperation)
     async def send_message(
-        self, session_id: UUID, data: ChatMessage, request: Caller, api: Api
-    ) -> ServerSentEvent:
+        self, session_id: UUID, data: ChatMessage, request: Caller, access: Access,
+        sessions: SessionService, scheduler: RunScheduler, feed: SessionFeed, bridge: SyncBridge,
+    ) -> ServerSentEvent:  # fmt: skip
         """Append the message, start a run, and stream it (SSE) until it ends or waits.
 
         With an `Idempotency-Key` already used in this session nothing is appended:
         the run that the first request started is streamed again, from its message.
         """
-        await api.session(request.user, session_id, write=True)
+        await access.session(request.user, session_id, write=True)
         key = request.headers.get("idempotency-key")
         if key is not None:
-            first = await api.call(_first_use, api, session_id, key)
+            first = await bridge(_first_use, sessions, session_id, key)
             if first is not None:
-                return sse(run_messages(api, session_id, *first))
-        receipt = await api.engine.scheduler.send_message(
+                return sse_response(run_messages(feed, session_id, *first))
+        receipt = await scheduler.send_message(
             session_id, data.content, attachments=data.attachments, idempotency_key=key
         )
-        run_id = receipt.events[-1].__dict__["run_id"]
-        return sse(run_messages(api, session_id, receipt.version - len(receipt.events), run_id))
+        after = receipt.version - len(receipt.events)
+        return sse_response(run_messages(feed, session_id, after, _run_of(receipt)))
 
     @post("/{session_id:uuid}/confirm", status_code=200)
     async def confirm(
-        self, session_id: UUID, data: ConfirmBody, request: Caller, api: Api
-    ) -> ConfirmOut:
-        await api.session(request.user, session_id, write=True)
-        receipt = await api.engine.scheduler.confirm(
+        self, session_id: UUID, data: ConfirmBody, request: Caller, access: Access,
+        scheduler: RunScheduler,
+    ) -> ConfirmOut:  # fmt: skip
+        await access.session(request.user, session_id, write=True)
+        receipt = await scheduler.confirm(
             session_id, data.action_id, data.confirmed, data.feedback, str(request.user.user_id)
         )
         return ConfirmOut(
@@ -56,31 +65,48 @@ class ChatController(Controller):
         )
 
     @post("/{session_id:uuid}/stop", status_code=200)
-    async def stop(self, session_id: UUID, request: Caller, api: Api) -> StopOut:
-        await api.session(request.user, session_id, write=True)
-        receipt = await api.engine.scheduler.stop(session_id)
+    async def stop(
+        self, session_id: UUID, request: Caller, access: Access, scheduler: RunScheduler
+    ) -> StopOut:
+        await access.session(request.user, session_id, write=True)
+        receipt = await scheduler.stop(session_id)
         return StopOut(session_id=session_id, status="stopped", version=receipt.version)
 
     @get("/{session_id:uuid}/working-memory")
-    async def working_memory(self, session_id: UUID, request: Caller, api: Api) -> WorkingMemoryOut:
-        await api.session(request.user, session_id)
-        memory = await api.call(api.memory_view.get, session_id)
+    async def working_memory(
+        self, session_id: UUID, request: Caller, access: Access, views: ReadModels,
+        sessions: SessionService, bridge: SyncBridge,
+    ) -> WorkingMemoryOut:  # fmt: skip
+        await access.session(request.user, session_id)
+        memory = await bridge(views.memory.get, session_id)
         if memory is None:  # the read model is behind: render from the log itself
-            events = await api.call(lambda: list(api.container.sessions.session_events(session_id)))
-            memory = render(fold_all(events))  # type: ignore[arg-type]
+            events = await bridge(lambda: list(sessions.session_events(session_id)))
+            memory = render(fold_all(events))
         return _memory_out(session_id, memory)
 
 
-def _first_use(api: Api, session_id: UUID, key: str) -> tuple[int, UUID] | None:
+def _run_of(receipt: Receipt) -> UUID:
+    """The run a send-message command requested."""
+    for e in receipt.events:
+        match e:
+            case S.RunRequested(run_id=run_id):
+                return run_id
+            case _:
+                continue
+    raise AssertionError(f"no run requested in {receipt}")
+
+
+def _first_use(sessions: SessionService, session_id: UUID, key: str) -> tuple[int, UUID] | None:
     """(version before the message, run id) of the message sent with `key`, if any."""
     after: int | None = None
-    for e in api.container.sessions.session_events(session_id):
-        kind = type(e).__name__
-        if after is None and kind == "UserMessageAppended":
-            if e.__dict__.get("idempotency_key") == key:
+    for e in sessions.session_events(session_id):
+        match e:
+            case S.UserMessageAppended(idempotency_key=used) if after is None and used == key:
                 after = e.originator_version - 1
-        elif after is not None and kind == "RunRequested":
-            return after, e.__dict__["run_id"]
+            case S.RunRequested(run_id=run_id) if after is not None:
+                return after, run_id
+            case _:
+                continue
     return None
 
 

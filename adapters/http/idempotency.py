@@ -177,7 +177,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
         self.store, self.bridge = store, bridge
 
     @staticmethod
-    def should_bypass_for_scope(scope: Scope) -> bool:  # type: ignore[override]
+    def should_bypass_for_scope(scope: Scope) -> bool:
         return scope.get("method") != "POST" or not COVERED.match(scope["path"])
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:

@@ -180,7 +180,7 @@ class RateLimitMiddleware(ASGIMiddleware):
         self.limits = limits
 
     @staticmethod
-    def should_bypass_for_scope(scope: Scope) -> bool:  # type: ignore[override]
+    def should_bypass_for_scope(scope: Scope) -> bool:
         return bool(EXEMPT.search(scope["path"]))
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:

@@ -38,9 +38,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 
-from adapters.http.api import Api
 from adapters.http.errors import status_of
 from adapters.http.limits import RateLimits
+from adapters.http.ops import Probes
 from domain.errors import DomainError
 
 log = logging.getLogger(__name__)
@@ -58,8 +58,8 @@ TOKENS_SQL = (
 class Metrics:
     """The registry of one app and its request instruments."""
 
-    def __init__(self, api: Api, limits: RateLimits) -> None:
-        self.api = api
+    def __init__(self, probes: Probes, limits: RateLimits) -> None:
+        self.probes = probes
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "tokendance_http_requests", "HTTP requests answered", LABELS, registry=self.registry
@@ -70,7 +70,7 @@ class Metrics:
             LABELS,
             registry=self.registry,
         )
-        self.registry.register(StoreCollector(api, limits))
+        self.registry.register(StoreCollector(probes, limits))
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         self.requests.labels(method, route, str(status)).inc()
@@ -78,19 +78,25 @@ class Metrics:
 
     async def exposition(self) -> bytes:
         """The text format; off the event loop, as collecting queries Postgres."""
-        return await self.api.call(generate_latest, self.registry)
+        return await self.probes.bridge(generate_latest, self.registry)
 
 
 class StoreCollector:
     """Figures computed at scrape time from the log, the relay and the read models."""
 
-    def __init__(self, api: Api, limits: RateLimits) -> None:
-        self.api, self.limits = api, limits
+    def __init__(self, probes: Probes, limits: RateLimits) -> None:
+        self.probes, self.limits = probes, limits
 
     def collect(self) -> Iterator[Metric]:
         streams = GaugeMetricFamily("tokendance_sse_streams_open", "SSE responses streaming")
         streams.add_metric([], self.limits.streams.total)
         yield streams
+        waits = CounterMetricFamily(
+            "tokendance_read_model_waits",
+            "Times a request waited on a read model (read-your-writes; queries only)",
+            value=self.probes.waiter.waits,
+        )
+        yield waits
         refused = CounterMetricFamily(
             "tokendance_rate_limited", "Requests refused with 429", labels=["limit"]
         )
@@ -110,8 +116,8 @@ class StoreCollector:
         yield from figures
 
     def _store_figures(self) -> Iterator[Metric]:
-        container, services = self.api.container, self.api.services
-        head = container.recorder.max_notification_id() or 0
+        probes, services = self.probes, self.probes.services
+        head = probes.recorder.max_notification_id() or 0
         yield CounterMetricFamily(
             "tokendance_events_appended",
             "Notification id of the newest stored event (an upper bound of events appended)",
@@ -134,16 +140,13 @@ class StoreCollector:
             "Events a read model has yet to apply",
             labels=["view"],
         )
-        for name, view in container.views.items():
-            # Against the log the view reads (the accounts view: the accounts' log).
-            log = container.log_of(name)
-            log_head = head if log is container.sessions else log.recorder.max_notification_id()
-            lag.add_metric([name], max((log_head or 0) - view.position(), 0))
+        for name, (_, behind) in probes.view_lags().items():
+            lag.add_metric([name], behind)
         yield lag
         tokens = CounterMetricFamily(
             "tokendance_model_tokens", "Model tokens over all sessions", labels=["kind"]
         )
-        with self.api.sessions_view.datastore.get_connection() as conn:
+        with probes.views["sessions"].datastore.get_connection() as conn:
             row = conn.execute(TOKENS_SQL).fetchone() or {}
         for kind in TOKEN_KINDS:
             tokens.add_metric([kind], int(row.get(kind, 0)))

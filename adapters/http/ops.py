@@ -3,35 +3,65 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
+from eventsourcing.postgres import PostgresApplicationRecorder
 from litestar import Controller, Response, get
 
-from adapters.http.api import Api
+from adapters.bootstrap import Services
+from adapters.http.read_your_writes import ViewWaiter
+from application.bridge import SyncBridge
+from projections.view import View
 from schemas.health import Health, ProjectionHealth, RelayHealth
 
 READY_LAG = 10_000  # events a projection may trail the log by and still be "ready"
+
+
+@dataclass(frozen=True)
+class Probes:
+    """What the operational endpoints and metrics look at: the log, relay and read models."""
+
+    recorder: PostgresApplicationRecorder
+    views: dict[str, View]
+    services: Services
+    bridge: SyncBridge
+    waiter: ViewWaiter
+    # view name -> the log it reads (the accounts view reads the accounts' log)
+    logs: dict[str, PostgresApplicationRecorder]
+
+    def view_lags(self) -> dict[str, tuple[int, int]]:
+        """view name -> (its position, events of its log it has yet to apply)."""
+        heads: dict[int, int] = {}
+        lags: dict[str, tuple[int, int]] = {}
+        for name, view in self.views.items():
+            log = self.logs[name]
+            if id(log) not in heads:
+                heads[id(log)] = log.max_notification_id() or 0
+            position = view.position()
+            lags[name] = (position, max(heads[id(log)] - position, 0))
+        return lags
 
 
 class OpsController(Controller):
     tags = ["operations"]
 
     @get("/health")
-    async def health(self, api: Api) -> Health:
+    async def health(self, probes: Probes) -> Health:
         """The process is up; relay and projection positions and lags."""
-        return await health_report(api)
+        return await health_report(probes)
 
     @get("/readiness")
-    async def readiness(self, api: Api) -> Response[dict[str, object]]:
+    async def readiness(self, probes: Probes) -> Response[dict[str, object]]:
         """200 when Postgres and NATS answer and the read models keep up; 503 otherwise."""
         checks: dict[str, object] = {}
         try:
-            await asyncio.wait_for(api.call(api.container.recorder.max_notification_id), 2.0)
+            await asyncio.wait_for(probes.bridge(probes.recorder.max_notification_id), 2.0)
             checks["postgres"] = "ok"
         except Exception as e:  # noqa: BLE001 - any failure means not ready
             checks["postgres"] = f"unavailable: {type(e).__name__}"
-        nc = api.services.nats
+        nc = probes.services.nats
         checks["nats"] = "ok" if nc is not None and nc.is_connected else "unavailable"
-        report = await health_report(api) if checks["postgres"] == "ok" else None
+        report = await health_report(probes) if checks["postgres"] == "ok" else None
         if report is not None:
             checks["relay_lag"] = report.relay.lag if report.relay else None
             checks["projections"] = {
@@ -46,9 +76,9 @@ class OpsController(Controller):
         return Response({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
 
 
-async def health_report(api: Api) -> Health:
-    container, services = api.container, api.services
-    head = await container.bridge(container.recorder.max_notification_id) or 0
+async def health_report(probes: Probes) -> Health:
+    services = probes.services
+    head = await probes.bridge(probes.recorder.max_notification_id) or 0
     relay = services.relay
     relay_health = (
         RelayHealth(
@@ -58,16 +88,9 @@ async def health_report(api: Api) -> Health:
         else None
     )
     projections = []
-    # A view's lag is against the log it reads (the accounts view: the accounts' log).
-    heads = {container.sessions.name: head}
-    for name, view in container.views.items():
-        log = container.log_of(name)
-        if log.name not in heads:
-            heads[log.name] = await container.bridge(log.recorder.max_notification_id) or 0
+    for name, (position, lag) in (await probes.bridge(probes.view_lags)).items():
         runner = services.runners.get(name)
-        position = await container.bridge(view.position)
         error = str(runner.error) if runner is not None and runner.error else None
-        lag = max(heads[log.name] - position, 0)
         projections.append(ProjectionHealth(name, position, lag, error))
     failed = any(p.error for p in projections)
     return Health("degraded" if failed else "ok", head, relay_health, projections)

@@ -2,76 +2,75 @@
 
 from __future__ import annotations
 
-import asyncio
-from typing import Annotated
+from typing import Annotated, cast, get_args
 from uuid import UUID
 
-from eventsourcing.domain import AggregateEvent
 from litestar import Controller, get, post
 from litestar.params import Parameter
 from litestar.response import ServerSentEvent
 
-from adapters.http.api import Api, Caller
+from adapters.http.audit import EVENT_CLASSES, audit_event
+from adapters.http.deps import Access, Caller, ReadModels
 from adapters.http.errors import ApiError
-from adapters.http.streaming import session_messages, sse
+from adapters.http.openapi import SseOperation
+from adapters.http.streaming import session_messages, sse_response
+from adapters.nats.session_feed import SessionFeed
+from application.bridge import SyncBridge
+from application.runs import RunScheduler
+from application.sessions import SessionService
 from domain.errors import NotFound
+from domain.events import SessionEvent
 from projections.confirmations import ConfirmationRow
-from schemas.api import AuditEvent, AuditPage, ConfirmOut, HitlConfirmBody, HitlRequestOut
+from schemas.api import AuditPage, ConfirmOut, HitlConfirmBody, HitlRequestOut, HitlStatus
 
-HIDDEN = {"originator_id", "originator_version", "timestamp"}
+HITL_STATUSES: tuple[str, ...] = get_args(HitlStatus)
 
 
 class StreamController(Controller):
     path = "/api/v1/sessions"
     tags = ["stream"]
 
-    @get("/{session_id:uuid}/stream")
+    @get("/{session_id:uuid}/stream", operation_class=SseOperation)
     async def stream(
-        self,
-        session_id: UUID,
-        request: Caller,
-        api: Api,
+        self, session_id: UUID, request: Caller, access: Access, feed: SessionFeed,
         last_event_id: Annotated[str | None, Parameter(query="last_event_id")] = None,
-    ) -> ServerSentEvent:
+    ) -> ServerSentEvent:  # fmt: skip
         """Every stored event after `Last-Event-ID` (header or query), then live."""
-        session = await api.session(request.user, session_id)
-        after = _last_event_id(
-            request.headers.get("last-event-id") or last_event_id, session.version
-        )
-        return sse(session_messages(api, session_id, after))
+        session = await access.session(request.user, session_id)
+        raw = request.headers.get("last-event-id") or last_event_id
+        return sse_response(session_messages(feed, session_id, _after(raw, session.version)))
 
     @get("/{session_id:uuid}/events")
     async def audit(
-        self,
-        session_id: UUID,
-        request: Caller,
-        api: Api,
-        after: Annotated[int, Parameter(ge=0, le=2**62)] = 0,
+        self, session_id: UUID, request: Caller, access: Access, sessions: SessionService,
+        bridge: SyncBridge, after: Annotated[int, Parameter(ge=0, le=2**62)] = 0,
         limit: Annotated[int, Parameter(ge=1, le=1000)] = 100,
         event_type: Annotated[str | None, Parameter(query="type", max_length=100)] = None,
-    ) -> AuditPage:
+    ) -> AuditPage:  # fmt: skip
         """The raw events, paginated by version (`after`), filterable by type."""
-        await api.session(request.user, session_id)
-        events = await api.call(_page, api, session_id, after, limit, event_type)
-        items = [
-            AuditEvent(
-                version=e.originator_version,
-                type=type(e).__name__,
-                timestamp=e.timestamp,
-                payload={k: v for k, v in e.__dict__.items() if k not in HIDDEN},
-            )
-            for e in events
-        ]
+        await access.session(request.user, session_id)
+        wanted = None if event_type is None else EVENT_CLASSES.get(event_type)
+        if event_type is not None and wanted is None:
+            raise ApiError(400, f"event_type: no event type {event_type!r}")
+        events = await bridge(_page, sessions, session_id, after, limit, wanted)
+        items = [audit_event(e) for e in events]
         next_after = items[-1].version if len(items) == limit else None
         return AuditPage(items, next_after, limit)
 
     @get("/{session_id:uuid}/hitl/pending")
-    async def pending(self, session_id: UUID, request: Caller, api: Api) -> list[HitlRequestOut]:
-        session = await api.session(request.user, session_id)
-        rows = await api.call(api.confirmations_view.pending, session_id)
-        if len(rows) != len(session.pending_confirmations):  # the read model is behind
-            await asyncio.sleep(0.05)
-            rows = await api.call(api.confirmations_view.pending, session_id)
+    async def pending(
+        self, session_id: UUID, request: Caller, access: Access, views: ReadModels,
+        bridge: SyncBridge,
+    ) -> list[HitlRequestOut]:  # fmt: skip
+        """The questions waiting for an answer (read-your-writes: as the session has them)."""
+        session = await access.session(request.user, session_id)
+        rows: list[ConfirmationRow] = []
+
+        async def caught_up() -> bool:
+            rows[:] = await bridge(views.confirmations.pending, session_id)
+            return {r.action_id for r in rows} == set(session.pending_confirmations)
+
+        await views.waiter.until("confirmations", caught_up)
         return [_request_out(r) for r in rows]
 
 
@@ -80,15 +79,19 @@ class HitlController(Controller):
     tags = ["hitl"]
 
     @get("/{request_id:str}")
-    async def get_request(self, request_id: str, request: Caller, api: Api) -> HitlRequestOut:
-        return _request_out(await _visible(api, request, request_id))
+    async def get_request(
+        self, request_id: str, request: Caller, access: Access, views: ReadModels,
+        bridge: SyncBridge,
+    ) -> HitlRequestOut:  # fmt: skip
+        return _request_out(await _visible(access, views, bridge, request, request_id))
 
     @post("/{request_id:str}/confirm", status_code=200)
     async def confirm(
-        self, request_id: str, data: HitlConfirmBody, request: Caller, api: Api
-    ) -> ConfirmOut:
-        row = await _visible(api, request, request_id, write=True)
-        receipt = await api.engine.scheduler.confirm(
+        self, request_id: str, data: HitlConfirmBody, request: Caller, access: Access,
+        views: ReadModels, bridge: SyncBridge, scheduler: RunScheduler,
+    ) -> ConfirmOut:  # fmt: skip
+        row = await _visible(access, views, bridge, request, request_id, write=True)
+        receipt = await scheduler.confirm(
             row.session_id, request_id, data.approved, data.user_feedback, str(request.user.user_id)
         )
         return ConfirmOut(
@@ -101,18 +104,21 @@ class HitlController(Controller):
 
 
 async def _visible(
-    api: Api, request: Caller, request_id: str, *, write: bool = False
-) -> ConfirmationRow:
-    row = await api.call(api.confirmations_view.get, request_id)
-    for _ in range(20):  # just asked for: the read model may be a moment behind
-        if row is not None:
-            break
-        await asyncio.sleep(0.05)
-        row = await api.call(api.confirmations_view.get, request_id)
-    if row is None:
+    access: Access, views: ReadModels, bridge: SyncBridge, request: Caller, request_id: str,
+    *, write: bool = False,
+) -> ConfirmationRow:  # fmt: skip
+    """The request, once the confirmations view has it (it may just have been asked)."""
+    found: list[ConfirmationRow] = []
+
+    async def known() -> bool:
+        row = await bridge(views.confirmations.get, request_id)
+        found[:] = [row] if row is not None else []
+        return row is not None
+
+    if not await views.waiter.until("confirmations", known, timeout=1.0):
         raise NotFound(f"no confirmation request {request_id}")
-    await api.session(request.user, row.session_id, write=write)
-    return row
+    await access.session(request.user, found[0].session_id, write=write)
+    return found[0]
 
 
 def _request_out(r: ConfirmationRow) -> HitlRequestOut:
@@ -123,13 +129,19 @@ def _request_out(r: ConfirmationRow) -> HitlRequestOut:
         description=r.description,
         context={"tool_call_id": r.tool_use_id, "args": r.args},
         created_at=r.created_at,
-        status=r.status,  # type: ignore[arg-type]
+        status=_status(r.status),
         user_feedback=r.feedback,
         responded_at=r.responded_at,
     )
 
 
-def _last_event_id(raw: str | None, version: int) -> int:
+def _status(status: str) -> HitlStatus:
+    if status not in HITL_STATUSES:
+        raise ValueError(f"unknown confirmation status {status!r}")
+    return cast(HitlStatus, status)
+
+
+def _after(raw: str | None, version: int) -> int:
     if raw is None or raw == "":
         return 0
     try:
@@ -144,15 +156,15 @@ def _last_event_id(raw: str | None, version: int) -> int:
 
 
 def _page(
-    api: Api, session_id: UUID, after: int, limit: int, event_type: str | None
-) -> list[AggregateEvent]:
-    sessions = api.container.sessions
-    if event_type is None:
-        return list(sessions.session_events(session_id, after=after, limit=limit))  # type: ignore[arg-type]
-    found: list[AggregateEvent] = []
+    sessions: SessionService, session_id: UUID, after: int, limit: int,
+    wanted: type[SessionEvent] | None,
+) -> list[SessionEvent]:  # fmt: skip
+    if wanted is None:
+        return list(sessions.session_events(session_id, after=after, limit=limit))
+    found: list[SessionEvent] = []
     for e in sessions.session_events(session_id, after=after):
-        if type(e).__name__ == event_type:
-            found.append(e)  # type: ignore[arg-type]
+        if isinstance(e, wanted):
+            found.append(e)
             if len(found) == limit:
                 break
     return found

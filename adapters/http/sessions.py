@@ -1,19 +1,28 @@
-"""Sessions: create, list, read, rename, complete, archive, fork; messages and artifacts."""
+"""Sessions: create, list, read, rename, complete, archive, fork; messages and artifacts.
+
+Commands answer from the session they wrote (the write side), never from a read
+model; queries read the sessions view, waiting (on its NOTIFY) to see the session's
+own latest version, and answer from the log when the view stays behind.
+"""
 
 from __future__ import annotations
 
 from typing import Annotated
 from uuid import UUID
 
-from eventsourcing.domain import AggregateEvent
 from litestar import Controller, delete, get, patch, post
 from litestar.params import Parameter
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from adapters.http.api import Api, Caller
-from application.sessions import Receipt
+from adapters.http.deps import Access, Caller, ReadModels
+from adapters.http.sse import message_of, payloads
+from application.bridge import SyncBridge
+from application.sessions import Receipt, SessionService
+from domain.events import SessionEvent
 from domain.session import AgentSession
+from domain.values import SessionSettings
 from projections.sessions import SessionSummary
+from schemas import sse
 from schemas.api import (
     ForkBody,
     MessageOut,
@@ -33,202 +42,174 @@ class SessionController(Controller):
     tags = ["sessions"]
 
     @post("/", status_code=HTTP_201_CREATED)
-    async def create_session(self, data: SessionCreate, request: Caller, api: Api) -> SessionOut:
-        await api.workspace(request.user, data.workspace_id, write=True)
+    async def create_session(
+        self, data: SessionCreate, request: Caller, access: Access, sessions: SessionService,
+        bridge: SyncBridge,
+    ) -> SessionOut:  # fmt: skip
+        await access.workspace(request.user, data.workspace_id, write=True)
         settings = _settings(data)
-        receipt = await api.call(
-            api.container.sessions.start_session,
+        receipt = await bridge(
+            sessions.start_session,
             workspace_id=data.workspace_id,
             owner_id=request.user.user_id,
             title=data.title,
             task_type=data.task_type,
-            model=str(settings.get("model", "")),
+            model=settings.model or "",
             settings=settings,
         )
-        return await _written(api, receipt)
+        return await _written(sessions, bridge, receipt)
 
     @get("/")
     async def list_sessions(
         self,
         request: Caller,
-        api: Api,
+        access: Access,
+        views: ReadModels,
+        bridge: SyncBridge,
         workspace_id: UUID,
         limit: Annotated[int, Parameter(ge=1, le=100)] = 20,
         offset: Annotated[int, Parameter(ge=0, le=1_000_000_000)] = 0,
         status: Status | None = None,
     ) -> SessionPage:
-        await api.workspace(request.user, workspace_id)
-        rows, total = await api.call(
-            api.sessions_view.list_for_workspace,
-            workspace_id,
-            status=status,
-            limit=limit,
+        await access.workspace(request.user, workspace_id)
+        rows, total = await bridge(
+            views.sessions.list_for_workspace, workspace_id, status=status, limit=limit,
             offset=offset,
-        )
+        )  # fmt: skip
         return SessionPage([_out(r) for r in rows], total, limit, offset)
 
     @get("/{session_id:uuid}")
     async def get_session(
-        self, session_id: UUID, request: Caller, api: Api, include_details: bool = False
-    ) -> SessionOut:
-        session = await api.session(request.user, session_id)
-        out = await _session_out(api, session_id, session)
+        self, session_id: UUID, request: Caller, access: Access, views: ReadModels,
+        bridge: SyncBridge, include_details: bool = False,
+    ) -> SessionOut:  # fmt: skip
+        session = await access.session(request.user, session_id)
+        out = await _summary(views, bridge, session)
         if include_details:
             out.details = _details(session)
         return out
 
     @patch("/{session_id:uuid}")
     async def update_session(
-        self, session_id: UUID, data: SessionPatch, request: Caller, api: Api
-    ) -> SessionOut:
-        await api.session(request.user, session_id, write=True)
-        sessions = api.container.sessions
-        receipt = None
+        self, session_id: UUID, data: SessionPatch, request: Caller, access: Access,
+        sessions: SessionService, bridge: SyncBridge,
+    ) -> SessionOut:  # fmt: skip
+        session = await access.session(request.user, session_id, write=True)
         if data.title is not None:
-            receipt = await api.call(sessions.rename_session, session_id, data.title)
+            await bridge(sessions.rename_session, session_id, data.title)
         if data.status == "completed":
-            receipt = await api.call(sessions.complete_session, session_id)
-        if receipt is not None:
-            await api.wait_for(receipt.notification_id, "sessions")
-        return await _session_out(api, session_id)
+            await bridge(sessions.complete_session, session_id)
+        if data.title is None and data.status is None:
+            return _from_session(session)
+        return _from_session(await bridge(sessions.get_session, session_id))
 
     @delete("/{session_id:uuid}", status_code=HTTP_204_NO_CONTENT)
-    async def archive_session(self, session_id: UUID, request: Caller, api: Api) -> None:
+    async def archive_session(
+        self, session_id: UUID, request: Caller, access: Access, sessions: SessionService,
+        bridge: SyncBridge,
+    ) -> None:  # fmt: skip
         """Archive: the log stays whole; the session leaves the lists."""
-        await api.session(request.user, session_id, write=True)
-        receipt = await api.call(api.container.sessions.archive_session, session_id)
-        await api.wait_for(receipt.notification_id, "sessions")
+        await access.session(request.user, session_id, write=True)
+        await bridge(sessions.archive_session, session_id)
 
     @post("/{session_id:uuid}/complete", status_code=200)
-    async def complete_session(self, session_id: UUID, request: Caller, api: Api) -> SessionOut:
-        await api.session(request.user, session_id, write=True)
-        receipt = await api.call(api.container.sessions.complete_session, session_id)
-        return await _written(api, receipt)
+    async def complete_session(
+        self, session_id: UUID, request: Caller, access: Access, sessions: SessionService,
+        bridge: SyncBridge,
+    ) -> SessionOut:  # fmt: skip
+        await access.session(request.user, session_id, write=True)
+        return await _written(sessions, bridge, await bridge(sessions.complete_session, session_id))
 
     @post("/{session_id:uuid}/fork", status_code=HTTP_201_CREATED)
     async def fork_session(
-        self, session_id: UUID, data: ForkBody, request: Caller, api: Api
-    ) -> SessionOut:
+        self, session_id: UUID, data: ForkBody, request: Caller, access: Access,
+        sessions: SessionService, bridge: SyncBridge,
+    ) -> SessionOut:  # fmt: skip
         """A new session holding this one's log up to `at_version`."""
-        await api.session(request.user, session_id, write=True)
-        receipt = await api.call(api.container.sessions.fork_session, session_id, data.at_version)
-        return await _written(api, receipt)
+        await access.session(request.user, session_id, write=True)
+        receipt = await bridge(sessions.fork_session, session_id, data.at_version)
+        return await _written(sessions, bridge, receipt)
 
     @get("/{session_id:uuid}/messages")
     async def messages(
-        self,
-        session_id: UUID,
-        request: Caller,
-        api: Api,
-        limit: Annotated[int, Parameter(ge=1, le=1000)] = 100,
-    ) -> MessagePage:
-        await api.session(request.user, session_id)
-        events = await api.call(_events, api, session_id)
-        items = [m for m in map(_message, events) if m is not None]
+        self, session_id: UUID, request: Caller, access: Access, sessions: SessionService,
+        bridge: SyncBridge, limit: Annotated[int, Parameter(ge=1, le=1000)] = 100,
+    ) -> MessagePage:  # fmt: skip
+        await access.session(request.user, session_id)
+        events = await bridge(_events, sessions, session_id)
+        items = [_message_out(m) for m in map(message_of, events) if m is not None]
         return MessagePage(items[-limit:], len(items))
 
     @get("/{session_id:uuid}/artifacts")
     async def artifacts(
-        self, session_id: UUID, request: Caller, api: Api
-    ) -> list[dict[str, object]]:
-        await api.session(request.user, session_id)
-        events = await api.call(_events, api, session_id)
-        return [
-            {**e.__dict__, "version": e.originator_version}
-            for e in events
-            if type(e).__name__ == "ArtifactCreated"
-        ]
+        self, session_id: UUID, request: Caller, access: Access, sessions: SessionService,
+        bridge: SyncBridge,
+    ) -> list[sse.Artifact]:  # fmt: skip
+        """The session's `ArtifactCreated` events, as the SSE `artifact` payload has them."""
+        await access.session(request.user, session_id)
+        events = await bridge(_events, sessions, session_id)
+        return [p for e in events for p in payloads(e) if isinstance(p, sse.Artifact)]
 
 
-def _settings(data: SessionCreate) -> dict[str, object]:
-    if data.settings is None:
-        return {}
+def _settings(data: SessionCreate) -> SessionSettings:
     s = data.settings
-    raw = {
-        "confirmation": s.confirmation,
-        "allowed_tools": s.allowed_tools,
-        "max_iterations": s.max_iterations,
-        "token_budget": s.token_budget,
-        "model": s.model,
-    }
-    return {k: v for k, v in raw.items() if v is not None}
+    if s is None:
+        return SessionSettings()
+    tools = None if s.allowed_tools is None else tuple(s.allowed_tools)
+    return SessionSettings(s.confirmation, tools, s.max_iterations, s.token_budget, s.model)
 
 
-async def _written(api: Api, receipt: Receipt) -> SessionOut:
-    """The session as the read model shows it once it has applied this write."""
-    await api.wait_for(receipt.notification_id, "sessions")
-    return await _session_out(api, receipt.session_id)
+async def _written(sessions: SessionService, bridge: SyncBridge, receipt: Receipt) -> SessionOut:
+    """The session as the command left it: from the write side, never a read model."""
+    return _from_session(await bridge(sessions.get_session, receipt.session_id))
 
 
-async def _session_out(
-    api: Api, session_id: UUID, session: AgentSession | None = None
-) -> SessionOut:
-    row = await api.call(api.sessions_view.get, session_id)
-    if row is None:  # the read model is behind: answer from the log itself
-        if session is None:
-            session = await api.call(api.container.sessions.get_session, session_id)
-        return SessionOut(
-            id=session.id,
-            workspace_id=session.workspace_id,
-            title=session.title,
-            status=session.status,
-            task_type=session.task_type,
-            created_at=session.created_on,
-            updated_at=session.modified_on,
-            version=session.version,
-            active_run_id=session.active_run,
-        )
-    return _out(row)
+async def _summary(views: ReadModels, bridge: SyncBridge, session: AgentSession) -> SessionOut:
+    """The view's row once it shows the session's version; else what the log says."""
+    found: list[SessionSummary] = []
+
+    async def caught_up() -> bool:
+        row = await bridge(views.sessions.get, session.id)
+        found[:] = [row] if row is not None else []
+        return row is not None and row.version >= session.version
+
+    if await views.waiter.until("sessions", caught_up):
+        return _out(found[0])
+    return _from_session(session)
+
+
+def _from_session(s: AgentSession) -> SessionOut:
+    return SessionOut(
+        id=s.id, workspace_id=s.workspace_id, title=s.title, status=s.status,
+        task_type=s.task_type, created_at=s.created_on, updated_at=s.modified_on,
+        version=s.version, active_run_id=s.active_run,
+    )  # fmt: skip
 
 
 def _out(r: SessionSummary) -> SessionOut:
     return SessionOut(
-        id=r.session_id,
-        workspace_id=r.workspace_id,
-        title=r.title,
-        status=r.status,
-        task_type=r.task_type,
-        created_at=r.created_at,
-        updated_at=r.last_activity_at,
-        version=r.version,
-        message_count=r.message_count,
-        tool_call_count=r.tool_call_count,
+        id=r.session_id, workspace_id=r.workspace_id, title=r.title, status=r.status,
+        task_type=r.task_type, created_at=r.created_at, updated_at=r.last_activity_at,
+        version=r.version, message_count=r.message_count, tool_call_count=r.tool_call_count,
         failure_count=r.failure_count,
         tokens=Tokens(r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens),
         active_run_id=r.active_run,
-    )
+    )  # fmt: skip
 
 
 def _details(s: AgentSession) -> SessionDetails:
     return SessionDetails(
-        owner_id=s.owner_id,
-        model=s.model,
-        settings=dict(s.settings),
-        parent_id=s.parent_id,
-        parent_version=s.parent_version,
-        pending_confirmations=sorted(s.pending_confirmations),
-    )
+        owner_id=s.owner_id, model=s.model, settings=s.settings.to_json(), parent_id=s.parent_id,
+        parent_version=s.parent_version, pending_confirmations=sorted(s.pending_confirmations),
+    )  # fmt: skip
 
 
-def _events(api: Api, session_id: UUID) -> list[AggregateEvent]:
-    return list(api.container.sessions.session_events(session_id))  # type: ignore[arg-type]
+def _events(sessions: SessionService, session_id: UUID) -> list[SessionEvent]:
+    return list(sessions.session_events(session_id))
 
 
-def _message(e: AggregateEvent) -> MessageOut | None:
-    d = e.__dict__
-    kind = type(e).__name__
-    if kind == "UserMessageAppended":
-        return MessageOut(e.originator_version, "user", d["text"], e.timestamp)
-    if kind == "AssistantTurnRecorded":
-        blocks = d["content"]
-        text = "".join(b["text"] for b in blocks if b["type"] == "text")
-        thinking = "".join(b["thinking"] for b in blocks if b["type"] == "thinking") or None
-        calls = [
-            {"id": b["id"], "name": b["name"], "args": b["input"]}
-            for b in blocks
-            if b["type"] == "tool_use"
-        ]
-        return MessageOut(
-            e.originator_version, "assistant", text, e.timestamp, thinking, calls or None
-        )  # type: ignore[attr-defined]
-    return None
+def _message_out(m: sse.Message) -> MessageOut:
+    return MessageOut(
+        id=m.id, version=m.version, role=m.role, content=m.content, timestamp=m.timestamp,
+        thinking=m.thinking, tool_calls=m.tool_calls or None,
+    )  # fmt: skip

@@ -1,161 +1,292 @@
-"""Stored events and live deltas as Server-Sent Events, in the product's event types.
+"""Stored events and live deltas as the SSE contract's payloads (`schemas.sse`).
 
-A stored event is one SSE message whose `id` is the session version, so a client
-resumes with `Last-Event-ID`. Live deltas (and the thinking that precedes a stored
-turn) carry no id: they are previews, not part of the record.
+Every event class of a session maps here, by `match`, to its payloads; a class
+without a case is a type error (`assert_never`). A stored event's payloads carry its
+version (the SSE id, so a client resumes with `Last-Event-ID`); live deltas carry
+none: they are previews, not part of the record.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import msgspec
-from eventsourcing.domain import AggregateEvent
-from litestar.response import ServerSentEventMessage
+from typing import assert_never
+from urllib.parse import urlsplit
 
 from domain.conversation import TextDelta, ThinkingDelta
+from domain.events import SessionEvent
+from domain.session import AgentSession as S
+from domain.values import Citation, blocks_text, blocks_thinking, blocks_tool_uses
+from schemas import sse
 
-Data = dict[str, object]
-
-
-def _done(status: str) -> Callable[[Data], tuple[str, Data]]:
-    return lambda d: ("done", {"status": status, "reason": d["reason"], "run_id": d["run_id"]})
-
-
-def _tool_result(d: Data) -> tuple[str, Data]:
-    return "tool_result", {
-        "id": d["tool_use_id"],
-        "status": d["status"],
-        "success": d["status"] == "success",
-        "result": d["summary"],
-        "error": d["error"],
-        "blob_ref": d["blob_ref"],
-        "duration_ms": d["duration_ms"],
-    }
+Turn = S.UserMessageAppended | S.AssistantTurnRecorded
+ToolEvent = S.ToolCallRequested | S.ToolResultRecorded | S.ConfirmationRequested
+Memory = S.PlanUpdated | S.FindingRecorded | S.ProgressNoted | S.ArtifactCreated
+Guard = S.StrikeRecorded | S.RebootRequested | S.ContextCompacted
+RunEvent = S.RunRequested | S.RunStarted | S.RunCompleted | S.RunFailed | S.RunStopped
+Lifecycle = S.SessionStarted | S.SessionRenamed | S.SessionCompleted | S.SessionArchived
 
 
-def _turn(d: Data) -> tuple[str, Data]:
-    content: list[dict[str, object]] = d["content"]  # type: ignore[assignment]
-    return "content", {
-        "text": "".join(str(b["text"]) for b in content if b["type"] == "text"),
-        "tool_calls": [
-            {"id": b["id"], "name": b["name"], "args": b["input"]}
-            for b in content
-            if b["type"] == "tool_use"
-        ],
-        "stop_reason": d["stop_reason"],
-        "model": d["model"],
-        "usage": {
-            k: d[k]
-            for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-        },
-    }
+def payloads(e: SessionEvent) -> list[sse.SsePayload]:
+    """A stored event's payloads, with its version (a turn: its thinking's end first)."""
+    match e:
+        case S.UserMessageAppended() | S.AssistantTurnRecorded():
+            return _turn(e)
+        case S.ToolCallRequested() | S.ToolResultRecorded() | S.ConfirmationRequested():
+            return [_tool(e)]
+        case S.ConfirmationGiven(action_id=action, approved=approved, feedback=feedback, by=by):
+            return [
+                sse.Confirmed(
+                    version=e.originator_version,
+                    timestamp=e.timestamp,
+                    action_id=action,
+                    approved=approved,
+                    feedback=feedback,
+                    by=by,
+                )
+            ]
+        case S.PlanUpdated() | S.FindingRecorded() | S.ProgressNoted() | S.ArtifactCreated():
+            return [_memory(e)]
+        case S.StrikeRecorded() | S.RebootRequested() | S.ContextCompacted():
+            return [_notice(e)]
+        case S.RunRequested() | S.RunStarted() | S.RunCompleted() | S.RunFailed() | S.RunStopped():
+            return [_run(e)]
+        case S.SessionStarted() | S.SessionRenamed() | S.SessionCompleted() | S.SessionArchived():
+            return [_session(e)]
+        case _:
+            assert_never(e)
 
 
-# event type -> (SSE type, payload). Payloads carry what the event carries, named for clients.
-_MAPPING: dict[str, Callable[[Data], tuple[str, Data]]] = {
-    "SessionStarted": lambda d: ("session", {"change": "started", "title": d["title"]}),
-    "SessionRenamed": lambda d: ("session", {"change": "renamed", "title": d["title"]}),
-    "SessionArchived": lambda d: ("session", {"change": "archived"}),
-    "SessionCompleted": lambda d: ("session", {"change": "completed", "reason": d["reason"]}),
-    "UserMessageAppended": lambda d: (
-        "message",
-        {"role": "user", "content": d["text"], "attachments": d["attachments"]},
-    ),
-    "RunRequested": lambda d: ("run", {"status": "requested", "run_id": d["run_id"]}),
-    "RunStarted": lambda d: (
-        "run",
-        {"status": "started", "run_id": d["run_id"], "worker": d["worker"]},
-    ),
-    "AssistantTurnRecorded": _turn,
-    "ToolCallRequested": lambda d: (
-        "tool_call",
-        {
-            "id": d["tool_use_id"],
-            "name": d["tool"],
-            "tool": d["tool"],
-            "args": d["args"],
-            "risk": d["risk"],
-            "status": "pending",
-        },
-    ),
-    "ConfirmationRequested": lambda d: (
-        "confirm_required",
-        {
-            "action_id": d["action_id"],
-            "tool": d["tool"],
-            "args": d["args"],
-            "description": d["description"],
-            "tool_call_id": d["tool_use_id"],
-        },
-    ),
-    "ConfirmationGiven": lambda d: (
-        "confirmed",
-        {"action_id": d["action_id"], "approved": d["approved"], "feedback": d["feedback"]},
-    ),
-    "ToolResultRecorded": _tool_result,
-    "PlanUpdated": lambda d: ("plan", {"items": d["items"]}),
-    "FindingRecorded": lambda d: ("finding", {"text": d["text"], "citations": d["citations"]}),
-    "ProgressNoted": lambda d: ("progress", {"text": d["text"]}),
-    "StrikeRecorded": lambda d: (
-        "notice",
-        {
-            "kind": "strike",
-            "tool": d["tool"],
-            "error_signature": d["error_signature"],
-            "count": d["count"],
-        },
-    ),
-    "RebootRequested": lambda d: ("notice", {"kind": "reboot", "questions": d["questions"]}),
-    "ContextCompacted": lambda d: (
-        "notice",
-        {
-            "kind": "compaction",
-            "through_version": d["through_version"],
-            "tokens_before": d["tokens_before"],
-            "tokens_after": d["tokens_after"],
-        },
-    ),
-    "RunCompleted": _done("completed"),
-    "RunStopped": _done("stopped"),
-    "RunFailed": lambda d: (
-        "error",
-        {"detail": d["reason"], "error_code": d["error_code"], "run_id": d["run_id"]},
-    ),
-}
-
-TERMINAL = {"RunCompleted", "RunStopped", "RunFailed"}
+def live_payload(delta: TextDelta | ThinkingDelta) -> sse.Thinking | sse.Content:
+    match delta:
+        case ThinkingDelta(thinking=text):
+            return sse.Thinking(content=text)
+        case TextDelta(text=text):
+            return sse.Content(content=text)
+        case _:
+            assert_never(delta)
 
 
-def event_type_of(e: AggregateEvent) -> str:
-    return type(e).__name__
+def message_of(e: SessionEvent) -> sse.Message | None:
+    """The conversation message a stored event is, if it is one."""
+    for payload in payloads(e):
+        if isinstance(payload, sse.Message):
+            return payload
+    return None
 
 
-def stored_messages(e: AggregateEvent) -> list[ServerSentEventMessage]:
-    """The SSE message of a stored event (preceded by its thinking, for a turn)."""
-    d = e.__dict__
-    kind = type(e).__name__
-    sse_type, payload = _MAPPING.get(kind, lambda _: ("event", {}))(d)
-    payload = {
-        **payload,
-        "type": kind,
-        "version": e.originator_version,
-        "timestamp": e.timestamp.isoformat(),
-    }
-    messages = []
-    if kind == "AssistantTurnRecorded":
-        thinking = "".join(str(b["thinking"]) for b in d["content"] if b["type"] == "thinking")
-        if thinking:
-            messages.append(_message("thinking", {"content": thinking, "final": True}))
-    messages.append(_message(sse_type, payload, e.originator_version))
-    return messages
+def _turn(e: Turn) -> list[sse.SsePayload]:
+    v, at = e.originator_version, e.timestamp
+    match e:
+        case S.UserMessageAppended(text=text, attachments=attachments):
+            return [
+                sse.Message(
+                    version=v,
+                    timestamp=at,
+                    id=str(v),
+                    role="user",
+                    content=text,
+                    attachments=list(attachments),
+                )
+            ]
+        case S.AssistantTurnRecorded(content=blocks):
+            thinking = blocks_thinking(blocks)
+            usage = sse.Usage(
+                e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens
+            )
+            calls = [sse.ToolUse(b["id"], b["name"], b["input"]) for b in blocks_tool_uses(blocks)]
+            turn = sse.Message(
+                version=v,
+                timestamp=at,
+                id=str(v),
+                role="assistant",
+                content=blocks_text(blocks),
+                thinking=thinking or None,
+                tool_calls=calls,
+                run_id=e.run_id,
+                stop_reason=e.stop_reason,
+                model=e.model,
+                usage=usage,
+            )
+            return [sse.Thinking(content="", status="end"), turn] if thinking else [turn]
+        case _:
+            assert_never(e)
 
 
-def live_message(delta: TextDelta | ThinkingDelta) -> ServerSentEventMessage:
-    if isinstance(delta, ThinkingDelta):
-        return _message("thinking", {"content": delta.thinking, "delta": True})
-    return _message("content", {"text": delta.text, "delta": True})
+def _tool(e: ToolEvent) -> sse.SsePayload:
+    v, at = e.originator_version, e.timestamp
+    match e:
+        case S.ToolCallRequested(tool_use_id=tid, tool=tool, args=args, risk=risk):
+            return sse.ToolCall(
+                version=v, timestamp=at, id=tid, name=tool, args=args, status="pending", risk=risk
+            )
+        case S.ToolResultRecorded(tool_use_id=tid, status=status, summary=summary, error=error):
+            return sse.ToolResult(
+                version=v,
+                timestamp=at,
+                id=tid,
+                status="cancelled" if status == "interrupted" else status,
+                outcome=status,
+                success=status == "success",
+                result=summary,
+                error=error,
+                blob_ref=e.blob_ref,
+                duration_ms=e.duration_ms,
+            )
+        case S.ConfirmationRequested(action_id=action, tool_use_id=tid, tool=tool, args=args):
+            return sse.ConfirmRequired(
+                version=v,
+                timestamp=at,
+                action_id=action,
+                tool=tool,
+                args=args,
+                description=e.description,
+                tool_call_id=tid,
+            )
+        case _:
+            assert_never(e)
 
 
-def _message(event: str, data: Data, version: int | None = None) -> ServerSentEventMessage:
-    return ServerSentEventMessage(data=msgspec.json.encode(data).decode(), event=event, id=version)
+def _memory(e: Memory) -> sse.SsePayload:
+    v, at = e.originator_version, e.timestamp
+    match e:
+        case S.PlanUpdated(items=items):
+            return sse.Plan(
+                version=v, timestamp=at, items=[sse.PlanItem(i.title, i.status) for i in items]
+            )
+        case S.FindingRecorded(text=text, citations=citations):
+            return sse.Finding(
+                version=v, timestamp=at, text=text, citations=citations_of(citations)
+            )
+        case S.ProgressNoted(text=text):
+            return sse.Progress(version=v, timestamp=at, text=text)
+        case S.ArtifactCreated(kind=kind, name=name, blob_ref=ref, size=size, sha256=sha):
+            return sse.Artifact(
+                version=v,
+                timestamp=at,
+                kind=kind,
+                name=name,
+                blob_ref=ref,
+                size=size,
+                sha256=sha,
+                media_type=e.media_type,
+            )
+        case _:
+            assert_never(e)
+
+
+def _notice(e: Guard) -> sse.Notice:
+    v, at = e.originator_version, e.timestamp
+    match e:
+        case S.StrikeRecorded(tool=tool, error_signature=signature, count=count):
+            return sse.Notice(
+                version=v,
+                timestamp=at,
+                kind="strike",
+                tool=tool,
+                error_signature=signature,
+                count=count,
+            )
+        case S.RebootRequested(questions=questions, iterations_without_progress=n):
+            return sse.Notice(
+                version=v,
+                timestamp=at,
+                kind="reboot",
+                questions=list(questions),
+                iterations_without_progress=n,
+            )
+        case S.ContextCompacted(summary=summary, through_version=through):
+            return sse.Notice(
+                version=v,
+                timestamp=at,
+                kind="compaction",
+                summary=summary,
+                through_version=through,
+                tokens_before=e.tokens_before,
+                tokens_after=e.tokens_after,
+            )
+        case _:
+            assert_never(e)
+
+
+def _run(e: RunEvent) -> sse.SsePayload:
+    v, at = e.originator_version, e.timestamp
+    match e:
+        case S.RunRequested(run_id=run):
+            return sse.Run(version=v, timestamp=at, status="requested", run_id=run)
+        case S.RunStarted(run_id=run, worker=worker):
+            return sse.Run(version=v, timestamp=at, status="started", run_id=run, worker=worker)
+        case S.RunCompleted(run_id=run, reason=reason, tokens_used=tokens, message_id=message):
+            status: sse.DoneStatus = (
+                "max_iterations_reached" if reason == "max_iterations" else "completed"
+            )
+            return sse.Done(
+                version=v,
+                timestamp=at,
+                status=status,
+                message_id=_id(message),
+                tokens_used=tokens,
+                run_id=run,
+                reason=reason,
+            )
+        case S.RunStopped(run_id=run, reason=reason, tokens_used=tokens, message_id=message):
+            return sse.Done(
+                version=v,
+                timestamp=at,
+                status="stopped",
+                message_id=_id(message),
+                tokens_used=tokens,
+                run_id=run,
+                reason=reason,
+            )
+        case S.RunFailed(run_id=run, reason=reason, error_code=code, tokens_used=tokens):
+            return sse.Error(
+                version=v,
+                timestamp=at,
+                message=reason,
+                error_code=code,
+                run_id=run,
+                message_id=_id(e.message_id),
+                tokens_used=tokens,
+            )
+        case _:
+            assert_never(e)
+
+
+def _session(e: Lifecycle) -> sse.Session:
+    v, at = e.originator_version, e.timestamp
+    match e:
+        case S.SessionStarted(title=title, task_type=task_type, model=model):
+            return sse.Session(
+                version=v,
+                timestamp=at,
+                change="started",
+                title=title,
+                task_type=task_type,
+                model=model,
+            )
+        case S.SessionRenamed(title=title):
+            return sse.Session(version=v, timestamp=at, change="renamed", title=title)
+        case S.SessionCompleted(reason=reason):
+            return sse.Session(version=v, timestamp=at, change="completed", reason=reason)
+        case S.SessionArchived():
+            return sse.Session(version=v, timestamp=at, change="archived")
+        case _:
+            assert_never(e)
+
+
+def citations_of(citations: list[Citation]) -> list[sse.Citation]:
+    """Citations numbered from 1, with the domain of their url."""
+    return [
+        sse.Citation(
+            index=n,
+            url=c.url,
+            title=c.title,
+            domain=urlsplit(c.url).hostname or "",
+            snippet="",
+            blob_ref=c.blob_ref or None,
+        )
+        for n, c in enumerate(citations, start=1)
+    ]
+
+
+def _id(message_id: int | None) -> str | None:
+    return None if message_id is None else str(message_id)

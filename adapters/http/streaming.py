@@ -1,4 +1,8 @@
-"""SSE responses over a session's feed: the chat run, and the resumable session stream."""
+"""SSE responses over a session's feed: the chat run, and the resumable session stream.
+
+Every message is a payload of the SSE contract (`schemas.sse`), encoded by one
+encoder; its `event:` is the payload's tag and its `id` the stored event's version.
+"""
 
 from __future__ import annotations
 
@@ -7,52 +11,65 @@ from uuid import UUID
 
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
-from adapters.http.api import Api
-from adapters.http.sse import TERMINAL, live_message, stored_messages
-from adapters.nats.session_feed import Idle, Live, Stored
+from adapters.http.sse import live_payload, payloads
+from adapters.nats.session_feed import Idle, Live, SessionFeed, Stored
+from domain.events import as_session_event
+from schemas import sse
 
 RETRY_MS = 3000
 HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
-def sse(messages: AsyncIterator[ServerSentEventMessage]) -> ServerSentEvent:
+def sse_response(messages: AsyncIterator[ServerSentEventMessage]) -> ServerSentEvent:
     return ServerSentEvent(messages, headers=HEADERS)
 
 
+def message(payload: sse.SsePayload) -> ServerSentEventMessage:
+    return ServerSentEventMessage(
+        data=sse.encode(payload).decode(), event=sse.event_type(payload), id=sse.sse_id(payload)
+    )
+
+
 async def run_messages(
-    api: Api, session_id: UUID, after: int, run_id: UUID
+    feed: SessionFeed, session_id: UUID, after: int, run_id: UUID
 ) -> AsyncIterator[ServerSentEventMessage]:
     """One run as SSE: until it ends (`done` / `error`) or waits for a human."""
-    async for message in _messages(api, session_id, after, lambda s: _ends_run(s, run_id)):
-        yield message
+    async for m in _messages(feed, session_id, after, lambda p: _ends_run(p, run_id)):
+        yield m
 
 
 async def session_messages(
-    api: Api, session_id: UUID, after: int
+    feed: SessionFeed, session_id: UUID, after: int
 ) -> AsyncIterator[ServerSentEventMessage]:
     """Every stored event after `after`, then live, until the client goes away."""
-    async for message in _messages(api, session_id, after, lambda _: False):
-        yield message
+    async for m in _messages(feed, session_id, after, lambda _: False):
+        yield m
 
 
 async def _messages(
-    api: Api, session_id: UUID, after: int, last: Callable[[Stored], bool]
+    feed: SessionFeed, session_id: UUID, after: int, last: Callable[[sse.SsePayload], bool]
 ) -> AsyncIterator[ServerSentEventMessage]:
     yield ServerSentEventMessage(data=None, retry=RETRY_MS)
-    async for item in api.feed.read(session_id, after):
-        if isinstance(item, Live):
-            yield live_message(item.delta)
-        elif isinstance(item, Idle):
-            yield ServerSentEventMessage(data=None, comment="keep-alive")
-        else:
-            for message in stored_messages(item.event):
-                yield message
-            if last(item):
-                return
+    async for item in feed.read(session_id, after):
+        match item:
+            case Live(delta=delta):
+                yield message(live_payload(delta))
+            case Idle():
+                yield ServerSentEventMessage(data=None, comment="keep-alive")
+            case Stored(event=event):
+                ends = False
+                for payload in payloads(as_session_event(event)):
+                    yield message(payload)
+                    ends = ends or last(payload)
+                if ends:
+                    return
 
 
-def _ends_run(item: Stored, run_id: UUID) -> bool:
-    kind = type(item.event).__name__
-    if kind == "ConfirmationRequested":
-        return True  # the run waits; the client confirms and follows the session stream
-    return kind in TERMINAL and item.event.__dict__.get("run_id") == run_id
+def _ends_run(payload: sse.SsePayload, run_id: UUID) -> bool:
+    match payload:
+        case sse.ConfirmRequired():
+            return True  # the run waits; the client confirms and follows the session stream
+        case sse.Done(run_id=ended) | sse.Error(run_id=ended):
+            return ended == run_id
+        case _:
+            return False

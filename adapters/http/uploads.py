@@ -12,21 +12,19 @@ from typing import Annotated
 from uuid import UUID
 
 import msgspec
-from litestar import Controller, Request, post
-from litestar.datastructures import State, UploadFile
+from litestar import Controller, post
+from litestar.datastructures import UploadFile
 from litestar.enums import RequestEncodingType
-from litestar.params import Body
+from litestar.params import Body, Dependency
 from litestar.status_codes import HTTP_201_CREATED
 
-from adapters.http.api import Api
+from adapters.http.deps import Access, Caller
 from adapters.http.errors import ApiError
-from application.accounts import Principal
+from application.ports import BlobStore
 
 MAX_UPLOAD = 10 * 1024 * 1024  # bytes of the file itself
 MULTIPART_SLACK = 64 * 1024  # room for the form's boundaries and part headers
 DEFAULT_TYPE = "application/octet-stream"
-
-Caller = Request[Principal, str, State]
 
 
 @dataclass
@@ -55,10 +53,11 @@ class UploadController(Controller):
         session_id: UUID,
         data: Annotated[AttachmentForm, Body(media_type=RequestEncodingType.MULTI_PART)],
         request: Caller,
-        api: Api,
+        access: Access,
+        blobs: Annotated[BlobStore, Dependency(skip_validation=True)],  # a Protocol
     ) -> AttachmentOut:
         """Store a file (multipart field `file`, at most 10 MiB); cite its `blob_ref` in chat."""
-        await api.session(request.user, session_id, write=True)
+        await access.session(request.user, session_id, write=True)
         try:
             content = await data.file.read(MAX_UPLOAD + 1)
         finally:
@@ -66,5 +65,5 @@ class UploadController(Controller):
         if len(content) > MAX_UPLOAD:
             raise ApiError(413, f"a file may have at most {MAX_UPLOAD} bytes")
         content_type = data.file.content_type or DEFAULT_TYPE
-        blob_ref = await api.engine.blobs.put(content, content_type=content_type)
+        blob_ref = await blobs.put(content, content_type=content_type)
         return AttachmentOut(blob_ref, data.file.filename[:255], len(content), content_type)

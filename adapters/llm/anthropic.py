@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import math
 import random
@@ -28,6 +29,36 @@ from domain.conversation import ModelRequest, StreamItem, TextDelta, ThinkingDel
 log = logging.getLogger(__name__)
 
 Sleep = Callable[[float], Awaitable[object]]
+
+# The switch against real model calls (like pydantic-ai's `ALLOW_MODEL_REQUESTS`): the
+# test suite sets it to False, and then only a server on this machine (a fake) is called.
+ALLOW_MODEL_REQUESTS = True
+
+
+class ModelRequestsForbidden(RuntimeError):
+    """A real model call was attempted while `ALLOW_MODEL_REQUESTS` is False.
+
+    Not an `LLMError`: it is a bug in a test, not a failure a run should keep.
+    """
+
+
+def check_model_request_allowed(base_url: str) -> None:
+    """Refuse a call to anything but a loopback server while requests are switched off."""
+    if ALLOW_MODEL_REQUESTS or _is_loopback(httpx2.URL(base_url).host):
+        return
+    raise ModelRequestsForbidden(
+        f"real model requests are switched off (ALLOW_MODEL_REQUESTS is False); "
+        f"refused a call to {base_url}"
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 class _IncompleteStream(Exception):
@@ -128,6 +159,7 @@ class AnthropicLLM:
         await self._client.close()
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
+        check_model_request_allowed(str(self._client.base_url))
         wire = to_wire(request, model=self._model, max_tokens=self._max_tokens)
         attempt = 0
         while True:

@@ -1,19 +1,10 @@
-"""A deterministic model for tests, demos and offline runs.
+"""A deterministic model for tests, demos and offline runs (`ScriptedLLM`).
 
-Drive it with a script (YAML or a list of dicts, one turn per model call) or with a
-function of the request. Each `stream` call takes the next turn as soon as it starts,
-so concurrent calls get distinct turns in call order, and a cancelled call has still
-used its turn (like a real model, a retry gets a fresh answer). Turn shape:
-
-    - thinking: "..."            # optional
-      text: "..."                # optional
-      tool_calls:                # optional; id defaults to toolu_scripted_0001, ...
-        - {name: record_finding, input: {text: "..."}, id: toolu_x}
-      stop_reason: tool_use      # default: tool_use with tool calls, else end_turn
-      usage: {input: 1200, output: 80, cache_read: 0, cache_write: 0}  # default: estimated
-      delay: 0.5                 # seconds to wait before streaming
-
-A file is either that list or `{model: name, turns: [...]}`.
+Drive it with a script (see `adapters/llm/script.py` for the format: YAML or a list of
+dicts, one turn per model call) or with a function of the request. Each `stream` call
+takes the next turn as soon as it starts, so concurrent calls get distinct turns in
+call order, and a cancelled call has still used its turn (like a real model, a retry
+gets a fresh answer).
 """
 
 from __future__ import annotations
@@ -24,18 +15,22 @@ import inspect
 import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeAlias, cast, get_args
+from typing import TypeAlias
 
-import yaml
-
+from adapters.llm.script import (
+    DEFAULT_MODEL,
+    ScriptedTurn,
+    ScriptError,
+    load_script,
+    parse_script,
+    parse_turn,
+)
 from adapters.llm.tokens import CharRatioTokenCounter, count_request
 from application.ports import LLMError, TokenCounter
 from domain.conversation import (
     ModelRequest,
     ModelTurn,
-    StopReason,
     StreamItem,
     TextBlock,
     TextDelta,
@@ -45,131 +40,14 @@ from domain.conversation import (
     Usage,
 )
 
-DEFAULT_MODEL = "scripted"
-_TURN_KEYS = frozenset({"thinking", "text", "tool_calls", "stop_reason", "usage", "delay"})
-_CALL_KEYS = frozenset({"name", "input", "id"})
-_USAGE_KEYS = {
-    "input": "input_tokens",
-    "output": "output_tokens",
-    "cache_read": "cache_read_tokens",
-    "cache_write": "cache_write_tokens",
-}
-_STOP_REASONS: tuple[str, ...] = get_args(StopReason)
+__all__ = ["ScriptError", "ScriptedLLM", "load_llm_spec"]
+
 # Splits before each word that follows whitespace, so chunks join back exactly.
 _WORD_BOUNDARY = re.compile(r"(?<=\s)(?=\S)")
-
-
-class ScriptError(ValueError):
-    """A script or a scripted turn is malformed; the message says where."""
-
-
-@dataclass(frozen=True)
-class ScriptedToolCall:
-    name: str
-    input: dict[str, object]
-    id: str | None = None  # None: the model numbers it when the turn is played
-
-
-@dataclass(frozen=True)
-class ScriptedTurn:
-    """One validated turn of a script; `usage=None` means estimate it."""
-
-    text: str = ""
-    thinking: str = ""
-    tool_calls: tuple[ScriptedToolCall, ...] = ()
-    stop_reason: StopReason | None = None
-    usage: Usage | None = None
-    delay: float = 0.0
-
+BUNDLED_SCRIPTS = Path(__file__).parent / "scripts"
 
 TurnResult: TypeAlias = ModelTurn | ScriptedTurn | Mapping[str, object]
 TurnFunction: TypeAlias = Callable[[ModelRequest], TurnResult | Awaitable[TurnResult]]
-
-
-def _string(raw: Mapping[str, object], key: str, where: str) -> str:
-    value = raw.get(key, "")
-    if not isinstance(value, str):
-        raise ScriptError(f"{where}.{key}: expected a string, got {type(value).__name__}")
-    return value
-
-
-def _check_keys(raw: object, allowed: frozenset[str], where: str) -> Mapping[str, object]:
-    if not isinstance(raw, Mapping):
-        raise ScriptError(f"{where}: expected a mapping, got {type(raw).__name__}")
-    unknown = sorted(str(k) for k in raw if k not in allowed)
-    if unknown:
-        raise ScriptError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
-    return cast(Mapping[str, object], raw)
-
-
-def _parse_tool_call(raw: object, where: str) -> ScriptedToolCall:
-    call = _check_keys(raw, _CALL_KEYS, where)
-    name = _string(call, "name", where)
-    if not name:
-        raise ScriptError(f"{where}.name: a tool call needs a non-empty name")
-    args = call.get("input", {})
-    if not isinstance(args, Mapping) or not all(isinstance(k, str) for k in args):
-        raise ScriptError(f"{where}.input: expected a mapping with string keys")
-    try:
-        json.dumps(args)
-    except (TypeError, ValueError) as e:
-        raise ScriptError(f"{where}.input: not JSON-serialisable ({e})") from None
-    call_id = call.get("id")
-    if call_id is not None and (not isinstance(call_id, str) or not call_id):
-        raise ScriptError(f"{where}.id: expected a non-empty string")
-    return ScriptedToolCall(name, copy.deepcopy(dict(args)), call_id)
-
-
-def _parse_usage(raw: object, where: str) -> Usage:
-    usage = _check_keys(raw, frozenset(_USAGE_KEYS), where)
-    counts: dict[str, int] = {}
-    for key, field_name in _USAGE_KEYS.items():
-        value = usage.get(key, 0)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ScriptError(f"{where}.{key}: expected a non-negative integer")
-        counts[field_name] = value
-    return Usage(**counts)
-
-
-def parse_turn(raw: object, where: str) -> ScriptedTurn:
-    """Validate one turn in the documented shape; errors name `where` (e.g. `turns[2]`)."""
-    turn = _check_keys(raw, _TURN_KEYS, where)
-    raw_calls = turn.get("tool_calls", [])
-    if not isinstance(raw_calls, list):
-        raise ScriptError(f"{where}.tool_calls: expected a list")
-    calls = tuple(_parse_tool_call(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(raw_calls))
-    text, thinking = _string(turn, "text", where), _string(turn, "thinking", where)
-    if not (text or thinking or calls):
-        raise ScriptError(f"{where}: a turn needs text, thinking or tool_calls")
-    stop_reason = turn.get("stop_reason")
-    if stop_reason is not None and stop_reason not in _STOP_REASONS:
-        raise ScriptError(
-            f"{where}.stop_reason: {stop_reason!r} is not one of {list(_STOP_REASONS)}"
-        )
-    delay = turn.get("delay", 0)
-    if not isinstance(delay, int | float) or isinstance(delay, bool) or delay < 0:
-        raise ScriptError(f"{where}.delay: expected a non-negative number of seconds")
-    usage = _parse_usage(turn["usage"], f"{where}.usage") if "usage" in turn else None
-    return ScriptedTurn(
-        text, thinking, calls, cast(StopReason | None, stop_reason), usage, float(delay)
-    )
-
-
-def parse_script(raw: object, source: str = "") -> tuple[str, tuple[ScriptedTurn, ...]]:
-    """A bare list of turns or `{model: ..., turns: [...]}` -> (model name, turns).
-
-    `source` (a file name) prefixes error messages: `demo.yaml: turns[2].text: ...`.
-    """
-    where = source or "script"
-    model = DEFAULT_MODEL
-    if isinstance(raw, Mapping):
-        body = _check_keys(raw, frozenset({"model", "turns"}), where)
-        model = _string(body, "model", where) or DEFAULT_MODEL
-        raw = body.get("turns")
-    if not isinstance(raw, list):
-        raise ScriptError(f"{where}: expected a list of turns or a mapping with 'turns'")
-    prefix = f"{source}: " if source else ""
-    return model, tuple(parse_turn(t, f"{prefix}turns[{i}]") for i, t in enumerate(raw))
 
 
 def _chunks(text: str) -> Iterator[str]:
@@ -220,14 +98,7 @@ class ScriptedLLM:
 
     @classmethod
     def from_yaml(cls, path: Path | str, *, counter: TokenCounter | None = None) -> ScriptedLLM:
-        path = Path(path)
-        try:
-            raw: object = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except OSError as e:
-            raise ScriptError(f"{path}: cannot read script ({e.strerror})") from None
-        except yaml.YAMLError as e:
-            raise ScriptError(f"{path}: invalid YAML: {e}") from None
-        model, parsed = parse_script(raw, str(path))
+        model, parsed = load_script(Path(path))
         return cls(_Script(parsed), model=model, counter=counter)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
@@ -303,6 +174,3 @@ def load_llm_spec(spec: str, *, counter: TokenCounter | None = None) -> Scripted
     if path.suffix not in (".yaml", ".yml") and path.name == str(path) and bundled.exists():
         path = bundled  # a bare name (`scripted:demo`) is a script shipped with the package
     return ScriptedLLM.from_yaml(path, counter=counter)
-
-
-BUNDLED_SCRIPTS = Path(__file__).parent / "scripts"

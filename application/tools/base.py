@@ -2,26 +2,29 @@
 
 Arguments are a msgspec Struct: its JSON Schema is what the model sees, and the same
 Struct validates what the model sent (a mismatch is a kept failure, not a crash).
+A tool that needs the outside world takes its port in `__init__`; the composition
+root (`adapters/bootstrap.py`) builds the instances and hands them to the registry.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeAlias, TypeVar
 from uuid import UUID
 
 import msgspec
 
 from domain.conversation import ToolSpec
+from domain.values import Citation, PlanItem
 
 
 class SessionNotes(Protocol):
     """What built-in tools may write to their session (bound to it by the runner)."""
 
-    async def update_plan(self, items: list[dict[str, str]]) -> None: ...
+    async def update_plan(self, items: list[PlanItem]) -> None: ...
 
-    async def record_finding(self, text: str, citations: list[dict[str, str]]) -> None: ...
+    async def record_finding(self, text: str, citations: list[Citation]) -> None: ...
 
     async def note_progress(self, text: str) -> None: ...
 
@@ -61,6 +64,11 @@ class Tool(ABC, Generic[A]):
 
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, input_schema(self.Args))
+
+
+# A tool of any argument type: the registry holds tools of many, and validates each
+# call's arguments against that tool's own `Args` before `run` sees them.
+AnyTool: TypeAlias = Tool[Any]
 
 
 def input_schema(args: type[msgspec.Struct]) -> dict[str, object]:

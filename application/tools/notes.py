@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 import msgspec
 
 from application.tools.base import Tool, ToolContext
-
-
-class PlanItem(msgspec.Struct, forbid_unknown_fields=True):
-    title: str
-    status: Literal["pending", "in_progress", "done", "skipped"] = "pending"
+from domain.values import Citation, PlanItem
 
 
 class UpdatePlanArgs(msgspec.Struct, forbid_unknown_fields=True):
@@ -28,20 +22,22 @@ class UpdatePlan(Tool[UpdatePlanArgs]):
     replayable = True
 
     async def run(self, args: UpdatePlanArgs, context: ToolContext) -> str:
-        items = [{"title": i.title, "status": i.status} for i in args.items]
+        items = [PlanItem.of(i.to_json()) for i in args.items]  # titles checked and trimmed
         await context.notes.update_plan(items)
-        done = sum(1 for i in args.items if i.status == "done")
+        done = sum(1 for i in items if i.status == "done")
         return f"plan updated: {done}/{len(items)} steps done"
 
 
-class Citation(msgspec.Struct, forbid_unknown_fields=True):
+class SourceArgs(msgspec.Struct, forbid_unknown_fields=True):
+    """A source as the model names it (where its text is stored is for the system to say)."""
+
     url: str
     title: str = ""
 
 
 class RecordFindingArgs(msgspec.Struct, forbid_unknown_fields=True):
     text: str
-    citations: list[Citation] = msgspec.field(default_factory=list)
+    citations: list[SourceArgs] = msgspec.field(default_factory=list)
 
 
 class RecordFinding(Tool[RecordFindingArgs]):
@@ -54,7 +50,7 @@ class RecordFinding(Tool[RecordFindingArgs]):
     replayable = True
 
     async def run(self, args: RecordFindingArgs, context: ToolContext) -> str:
-        citations = [{"url": c.url, "title": c.title} for c in args.citations]
+        citations = [Citation.of({"url": c.url, "title": c.title}) for c in args.citations]
         await context.notes.record_finding(args.text, citations)
         return f"finding recorded with {len(citations)} citation(s)"
 

@@ -1,16 +1,12 @@
-"""Finds the tools, validates what the model asks of them, and lists them for it."""
+"""The tools of a deployment: validates what the model asks of them, and lists them for it."""
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import pkgutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import msgspec
 
-import application.tools as package
-from application.tools.base import Tool
+from application.tools.base import AnyTool
 from domain.conversation import ToolSpec
 
 
@@ -19,29 +15,19 @@ class ToolRejected(Exception):
 
 
 class ToolRegistry:
-    """The tools of a deployment, by name; their specs in a fixed order."""
+    """Tool instances (their ports already injected), by name; their specs in a fixed order."""
 
-    def __init__(self, tools: Iterable[Tool[msgspec.Struct]]) -> None:
-        self._tools = {t.name: t for t in tools}
+    def __init__(self, tools: Iterable[AnyTool]) -> None:
+        self._tools: dict[str, AnyTool] = {}
+        for tool in tools:
+            if tool.name in self._tools:
+                raise ValueError(f"two tools are called {tool.name!r}")
+            self._tools[tool.name] = tool
         self._specs = tuple(self._tools[name].spec() for name in sorted(self._tools))
 
-    @classmethod
-    def discover(cls, *extra: Tool[msgspec.Struct]) -> ToolRegistry:
-        """Every concrete `Tool` in the `application.tools` package, plus `extra`.
-
-        Adding a tool is adding one module there.
-        """
-        found: list[Tool[msgspec.Struct]] = []
-        for module_info in pkgutil.iter_modules(package.__path__):
-            module = importlib.import_module(f"{package.__name__}.{module_info.name}")
-            for _, obj in inspect.getmembers(module, inspect.isclass):
-                if (
-                    issubclass(obj, Tool)
-                    and not inspect.isabstract(obj)
-                    and obj.__module__ == module.__name__
-                ):
-                    found.append(obj())
-        return cls([*found, *extra])
+    def __iter__(self) -> Iterator[AnyTool]:
+        """The tools in name order (so a registry can seed another one)."""
+        return (self._tools[name] for name in self.names)
 
     @property
     def names(self) -> list[str]:
@@ -50,16 +36,14 @@ class ToolRegistry:
     def specs(self) -> tuple[ToolSpec, ...]:
         return self._specs
 
-    def get(self, name: str) -> Tool[msgspec.Struct]:
+    def get(self, name: str) -> AnyTool:
         try:
             return self._tools[name]
         except KeyError:
             known = ", ".join(self.names)
             raise ToolRejected(f"unknown tool {name!r}; the tools are: {known}") from None
 
-    def parse(
-        self, name: str, raw: dict[str, object]
-    ) -> tuple[Tool[msgspec.Struct], msgspec.Struct]:
+    def parse(self, name: str, raw: dict[str, object]) -> tuple[AnyTool, msgspec.Struct]:
         """The tool and its validated arguments, or `ToolRejected` saying what is wrong."""
         tool = self.get(name)
         try:

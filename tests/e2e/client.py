@@ -15,6 +15,8 @@ from pathlib import Path
 
 import httpx
 
+E2E_JWT_SECRET = "e2e-secret-" + "x" * 32  # every e2e server signs with it
+
 
 @dataclass(frozen=True)
 class SseEvent:
@@ -73,7 +75,7 @@ class Server:
             TOKENDANCE_NATS_URL=self.nats_url,
             TOKENDANCE_NATS_STREAM=self.stream,
             TOKENDANCE_DATA_DIR=str(self.data_dir),
-            TOKENDANCE_JWT_SECRET="e2e-secret-" + "x" * 32,
+            TOKENDANCE_JWT_SECRET=E2E_JWT_SECRET,
             TOKENDANCE_LOG_LEVEL="WARNING",
             **self.extra_env,
         )
@@ -243,3 +245,20 @@ def wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s (last value: {value!r})")
         time.sleep(interval)
+
+
+def settled(http: httpx.Client) -> int:
+    """Wait until the relay and every read model have applied the log's head as it is
+    now (a known notification id, returned). A test that asserts nothing changed waits
+    for this first: whatever a refused command had written would show by then."""
+    head = int(http.get("/health").json()["head"])
+
+    def caught_up() -> bool:
+        health = http.get("/health").json()
+        relay = health["relay"] or {"position": head}
+        return relay["position"] >= head and all(
+            p["position"] >= head for p in health["projections"]
+        )
+
+    wait_until(caught_up, timeout=30)
+    return head

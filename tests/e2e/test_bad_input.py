@@ -10,7 +10,15 @@ import uuid
 import httpx
 import pytest
 
-from tests.e2e.client import Server, assert_error, is_event, read_sse, sign_up, wait_until
+from tests.e2e.client import (
+    Server,
+    assert_error,
+    is_event,
+    read_sse,
+    settled,
+    sign_up,
+    wait_until,
+)
 from tests.e2e.conftest import StartServer
 
 pytestmark = [pytest.mark.e2e]
@@ -351,7 +359,7 @@ def test_oversize_bodies_are_refused_and_nothing_is_written(world: World) -> Non
         response = w.http.post(f"/api/v1/chat/{sid}/message", json={"content": text})
         body = assert_error(response, 413, "MESSAGE_TOO_LARGE")
         assert str(MiB) in str(body["detail"])
-    time.sleep(0.3)
+    settled(w.http)
     assert w.snapshot() == before, "a refused message must leave no event behind"
     summary = w.http.get(f"/api/v1/sessions/{sid}").json()
     assert summary["version"] == 1 and summary["active_run_id"] is None
@@ -425,7 +433,7 @@ def test_nul_characters_do_not_break_the_read_models(start_server: StartServer) 
     and working-memory projections fail on it for good ("PostgreSQL text fields cannot
     contain NUL (0x00) bytes", projections/sessions.py and projections/working_memory.py):
     /health turns "degraded", session lists stop changing for every tenant, and each
-    create waits out the 5 s read-your-writes timeout (adapters/http/api.py).
+    create waited out the 5 s read-your-writes timeout (commands now answer from the log).
     """
     server = start_server(None)
     w = World(server, "nul@example.com")
@@ -444,12 +452,9 @@ def test_nul_characters_do_not_break_the_read_models(start_server: StartServer) 
             assert_error(response, 400, "VALIDATION_ERROR")
 
     # Whatever happened, the neighbour's next session shows up in their list at once.
-    t0 = time.monotonic()
     created = other.http.post("/api/v1/sessions/", json={"workspace_id": other.workspace})
     assert created.status_code == 201
-    took = time.monotonic() - t0
     listed = other.http.get("/api/v1/sessions/", params={"workspace_id": other.workspace})
     assert listed.json()["total"] == 2, listed.json()
-    assert took < 3, f"creating a session took {took:.1f}s (the read model is stuck)"
     health = server.client().get("/health").json()
     assert health["status"] == "ok", health

@@ -145,7 +145,7 @@ def test_resume_across_a_server_restart_mid_run(start_server: StartServer) -> No
     final = resumed.ids[-1]
     assert ids == list(range(1, final + 1))
     assert log_versions(http, sid) == ids
-    texts = [e.data["text"] for e in resumed.of("content") if e.id is not None]
+    texts = [e.data["content"] for e in resumed.of("message") if e.data["role"] == "assistant"]
     assert texts[-1] == "Finished after the restart."
 
     # And after the run: from any id, exactly the events after it.
@@ -235,7 +235,7 @@ def test_a_pending_approval_survives_a_restart_and_the_run_goes_on(
         "confirmed",
         "progress",
         "tool_result",
-        "content",
+        "message",
         "done",
     ]
     assert rest.of("tool_result")[0].data["status"] == "success"

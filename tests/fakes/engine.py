@@ -10,17 +10,18 @@ from uuid import UUID, uuid4
 
 import msgspec
 
-from adapters.blobs.filesystem import FilesystemBlobStore
+from adapters.bootstrap import bootstrap_engine, build_tools
 from adapters.llm.scripted import ScriptedLLM
 from adapters.llm.tokens import CharRatioTokenCounter
+from adapters.settings import Settings
 from application.bridge import SyncBridge
 from application.ports import LLM, ToolExecutionError
 from application.runner import AgentRunner, EngineSettings
 from application.runs import RunScheduler
 from application.sessions import SessionService
 from application.tools.base import Tool, ToolContext
-from application.tools.registry import ToolRegistry
 from domain.conversation import TextDelta, ThinkingDelta
+from domain.values import SessionSettings
 
 
 class InMemoryDeltaSink:
@@ -94,7 +95,8 @@ class Engine:
     async def new_session(self, **settings: object) -> UUID:
         receipt = await self.bridge(
             self.sessions.start_session,
-            workspace_id=uuid4(), owner_id=uuid4(), title="test", settings=settings,
+            workspace_id=uuid4(), owner_id=uuid4(), title="test",
+            settings=SessionSettings.of(settings),
         )  # fmt: skip
         return receipt.session_id
 
@@ -112,22 +114,23 @@ def make_engine(
     settings: EngineSettings | None = None,
     sessions: SessionService | None = None,
 ) -> Engine:
-    sessions = sessions or SessionService(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
-    bridge = SyncBridge(4)
+    """The engine as bootstrap wires it, on the in-memory store (or `sessions`), with the
+    built-in tools plus `delete_file` and `search`, and deltas collected per session."""
     delete_file, search = DeleteFile(), FlakySearch()
     deltas = InMemoryDeltaSink()
-    runner = AgentRunner(
+    config = Settings(data_dir=tmp_path)  # blobs go to tmp_path / "blobs"
+    wired = bootstrap_engine(
+        config,
         sessions=sessions,
-        bridge=bridge,
         llm=llm,
-        tools=ToolRegistry.discover(delete_file, search),
-        blobs=FilesystemBlobStore(tmp_path / "blobs"),
+        tools=[*build_tools(config), delete_file, search],
         counter=CharRatioTokenCounter(),
         deltas=deltas,
-        settings=settings,
+        engine_settings=settings or EngineSettings(),
     )
-    scheduler = RunScheduler(runner, sessions, bridge)
-    return Engine(sessions, runner, scheduler, deltas, delete_file, search, bridge)
+    return Engine(
+        wired.sessions, wired.runner, wired.scheduler, deltas, delete_file, search, wired.bridge
+    )
 
 
 def scripted(*turns: dict[str, object]) -> ScriptedLLM:

@@ -19,13 +19,13 @@ from uuid import UUID
 
 import msgspec
 
-from adapters.blobs.filesystem import FilesystemBlobStore
-from adapters.bootstrap import Services, build, build_engine, recover_runs
+from adapters.bootstrap import bootstrap, build_tools, recover_runs
+from adapters.deltas import NullDeltaSink
 from adapters.llm.scripted import ScriptedLLM
 from adapters.settings import Settings
 from application.tools.base import Tool, ToolContext
-from application.tools.registry import ToolRegistry
 from domain.conversation import ModelRequest, ToolResultBlock
+from domain.session import AgentSession
 
 
 class WorkArgs(msgspec.Struct):
@@ -74,17 +74,17 @@ def model(request: ModelRequest) -> dict[str, object]:
 
 
 async def main(db: str, nats: str, stream: str, workdir: Path, mode: str, session: UUID) -> None:
-    container = build(Settings(nats_stream=stream), database_url=db, nats_url=nats)
-    services = Services(container)
-    await services.start()
-    tools = ToolRegistry.discover(SlowWork(workdir), Deploy(workdir))
-    engine = build_engine(
-        container,
-        deltas=_NoDeltas(),
+    settings = Settings(nats_stream=stream, data_dir=workdir)  # blobs in WORKDIR / "blobs"
+    system = bootstrap(
+        settings,
+        database_url=db,
+        nats_url=nats,
         llm=ScriptedLLM(model),
-        tools=tools,
-        blobs=FilesystemBlobStore(workdir / "blobs"),
+        tools=[*build_tools(settings), SlowWork(workdir), Deploy(workdir)],
+        deltas=NullDeltaSink(),
     )
+    container, engine = system.container, system.engine
+    await system.services.start()
     if mode == "start":
         text = (workdir / "ask.txt").read_text()
         await engine.scheduler.send_message(session, text)
@@ -98,18 +98,12 @@ async def main(db: str, nats: str, stream: str, workdir: Path, mode: str, sessio
         asked = [
             e
             for e in container.sessions.session_events(session)
-            if type(e).__name__ == "ConfirmationRequested"
+            if isinstance(e, AgentSession.ConfirmationRequested)
         ]
-        await engine.scheduler.confirm(session, asked[-1].action_id, True, None, "tester")  # type: ignore[attr-defined]
+        await engine.scheduler.confirm(session, asked[-1].action_id, True, None, "tester")
         print(f"approved: {await engine.scheduler.wait(session)}", flush=True)
-    await engine.scheduler.close()
-    await services.stop()
-    container.close()
-
-
-class _NoDeltas:
-    async def publish(self, session_id: UUID, delta: object) -> None:
-        pass
+    await system.stop()
+    system.close()
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from eventsourcing.persistence import Notification
 
-from adapters.bootstrap import Services, build
+from adapters.bootstrap import bootstrap
 from adapters.nats.stream import EventStream
 from adapters.settings import Settings
 
@@ -37,11 +37,15 @@ class CrashingStream(EventStream):
 
 async def main(database_url: str, nats_url: str, stream: str, when: str, at: int) -> None:
     CrashingStream.kill_when, CrashingStream.kill_at = when, at
-    container = build(Settings(nats_stream=stream), database_url=database_url, nats_url=nats_url)
-    services = Services(
-        container, projections_enabled=False, relay_batch_size=5, stream_factory=CrashingStream
+    system = bootstrap(
+        Settings(nats_stream=stream),
+        database_url=database_url,
+        nats_url=nats_url,
+        projections=False,
+        relay_batch_size=5,
+        stream_factory=CrashingStream,
     )
-    await services.start()
+    await system.services.start()
     print("relay started", flush=True)
     await asyncio.Event().wait()
 

@@ -48,6 +48,27 @@ def stored_ids(container: Container) -> list[int]:
     return [n.id for n in container.recorder.select_notifications(1, 1_000_000)]
 
 
+def inserting_slowly(database_url: str) -> bool:
+    """Whether an insert into the events table is inside the slow-commit trigger's sleep."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE wait_event = 'PgSleep' AND query LIKE '%tokendance_events%'"
+        ).fetchone()
+    return row is not None and row[0] > 0
+
+
+def asking_for_the_lock(database_url: str) -> bool:
+    """Whether a connection's latest statement asked for the relay's advisory lock (the
+    leader's has moved on to LISTEN, so this is a standby's)."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND query LIKE 'SELECT pg_try_advisory_lock%%'"
+        ).fetchone()
+    return row is not None and row[0] > 0
+
+
 async def test_every_event_is_published_once_in_commit_order(
     container: Container, services: Services, nats_url: str
 ) -> None:
@@ -82,7 +103,10 @@ async def test_a_commit_held_back_by_a_trigger_is_not_skipped(
         target=container.sessions.append_user_message, args=(slow, "slow-commit")
     )
     held.start()
-    await asyncio.sleep(0.3)  # the slow insert now holds its id, uncommitted
+    await eventually(
+        lambda: asyncio.to_thread(inserting_slowly, database_url),
+        what="the slow insert to hold its id, uncommitted",
+    )
     await asyncio.to_thread(append, container, fast, 5)
     await asyncio.to_thread(held.join)
 
@@ -194,14 +218,24 @@ async def test_commands_go_on_while_nats_is_down_and_everything_catches_up(
         own_nats.stop()
 
 
-async def test_only_one_relay_is_active_at_a_time(container: Container, services: Services) -> None:
+async def test_only_one_relay_is_active_at_a_time(
+    container: Container, services: Services, database_url: str
+) -> None:
     standby = Services(container, projections_enabled=False)
     await standby.start()
     try:
         assert services.relay is not None and standby.relay is not None
         await eventually(lambda: _is(services.relay.is_leader), what="the first relay to lead")  # type: ignore[union-attr]
-        await asyncio.sleep(0.3)
-        assert not standby.relay.is_leader
+        # Known events go out through the leader while the standby keeps asking for the
+        # lock: it has had every chance to publish them too, and has not.
+        append(container, new_session(container), 3)
+        head = stored_ids(container)[-1]
+        await eventually(lambda: _is(services.relay.position >= head), what="the leader to publish")  # type: ignore[union-attr]
+        await eventually(
+            lambda: asyncio.to_thread(asking_for_the_lock, database_url),
+            what="the standby to ask for the lock",
+        )
+        assert not standby.relay.is_leader and standby.relay.published == 0
         await services.stop()  # the leader goes away: the standby takes over
         await eventually(lambda: _is(standby.relay.is_leader), what="the standby to take over")  # type: ignore[union-attr]
     finally:

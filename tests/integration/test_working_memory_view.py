@@ -9,7 +9,10 @@ from uuid import UUID, uuid4
 import pytest
 
 from adapters.bootstrap import Container, Services
-from domain.working_memory import SessionEvent, WorkingMemoryState, fold_all, render
+from domain.events import SessionEvent
+from domain.values import Citation, PlanItem
+from domain.working_memory import WorkingMemoryState, fold_all
+from domain.working_memory_render import render
 from projections.rebuild import rebuild
 from projections.runner import ProjectionRunner
 from projections.working_memory import WorkingMemoryView
@@ -26,9 +29,9 @@ def working_session(container: Container, findings: int = 2) -> UUID:
     run = uuid4()
     app.request_run(sid, run)
     app.start_run(sid, run, "w1")
-    app.update_plan(sid, [{"title": "Search", "status": "in_progress"}, {"title": "Report"}])
+    app.update_plan(sid, [PlanItem("Search", "in_progress"), PlanItem("Report")])
     for i in range(findings):
-        citations = [{"url": f"https://a.example/{i % 2}", "title": f"A{i % 2}"}]
+        citations = [Citation(f"https://a.example/{i % 2}", f"A{i % 2}")]
         app.record_finding(sid, f"finding {i}", citations)
     app.request_tool_call(sid, "t1", "web_search", {"q": "x"})
     app.record_tool_result(sid, "t1", "error", "boom", error="HTTP 503")
@@ -36,7 +39,7 @@ def working_session(container: Container, findings: int = 2) -> UUID:
     app.record_tool_result(sid, "t2", "success", "read")
     app.record_strike(sid, "web_search", "HTTP 503", 3)
     app.note_progress(sid, "searched twice")
-    app.update_plan(sid, [{"title": "Search", "status": "done"}, {"title": "Report"}])
+    app.update_plan(sid, [PlanItem("Search", "done"), PlanItem("Report")])
     app.request_tool_call(sid, "t3", "run_code", {"code": "print(1)"})  # left open
     app.rename_session(sid, "Laptops under 1 kg")
     return sid

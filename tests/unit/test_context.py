@@ -8,8 +8,8 @@ from uuid import UUID, uuid4
 
 import pytest
 
+from adapters.bootstrap import in_memory_sessions
 from adapters.llm.anthropic_wire import to_wire
-from application.sessions import SessionService
 from domain.context import ContextFrame, build_request
 from domain.conversation import (
     ContentBlock,
@@ -23,7 +23,7 @@ from domain.conversation import (
     ToolUseBlock,
     Usage,
 )
-from domain.session import ToolResultStatus
+from domain.values import PlanItem, ToolResultStatus
 
 QUERY_SCHEMA: dict[str, object] = {
     "type": "object",
@@ -44,7 +44,7 @@ class Session:
     """One session's log, written through the application's commands."""
 
     def __init__(self) -> None:
-        self.app = SessionService(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+        self.app = in_memory_sessions()
         receipt = self.app.start_session(workspace_id=uuid4(), owner_id=uuid4(), title="test")
         self.id = receipt.session_id
         self.run_id: UUID | None = None
@@ -77,7 +77,7 @@ class Session:
         self.app.record_tool_result(self.id, tool_use_id, "success", result)
 
     def plan(self, *items: tuple[str, str]) -> None:
-        self.app.update_plan(self.id, [{"title": t, "status": s} for t, s in items])
+        self.app.update_plan(self.id, [PlanItem(t, s) for t, s in items])
 
 
 def blocks_of(request: ModelRequest) -> list[ContentBlock]:

@@ -239,10 +239,12 @@ async def test_one_run_at_a_time(tmp_path: Path) -> None:
 
 
 async def test_stop_cancels_a_slow_model_stream_and_records_the_stop(tmp_path: Path) -> None:
-    engine = make_engine(scripted({"text": "never finished", "delay": 30}), tmp_path)
+    llm = scripted({"text": "never finished", "delay": 30})
+    engine = make_engine(llm, tmp_path)
     sid = await engine.new_session()
     await engine.scheduler.send_message(sid, "think long")
-    await asyncio.sleep(0.1)
+    while not llm.requests:  # the model call is under way
+        await asyncio.sleep(0)
     await engine.scheduler.stop(sid)
     assert not engine.scheduler.is_running(sid)
     assert engine.kinds(sid)[-1] == "RunStopped"

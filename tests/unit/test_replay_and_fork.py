@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from uuid import UUID
 
+from adapters.bootstrap import build_tools, replay_engine
 from adapters.llm.scripted import ScriptedLLM
-from adapters.llm.tokens import CharRatioTokenCounter
-from application.replay import replay
-from application.tools.registry import ToolRegistry
+from adapters.settings import Settings
+from application.replay import ReplayReport, replay
+from application.tools.base import AnyTool
 from domain.conversation import ModelRequest
 from tests.fakes.engine import DeleteFile, Engine, FlakySearch, make_engine, scripted
 
@@ -17,17 +19,14 @@ def call(name: str, tool_id: str, **args: object) -> dict[str, object]:
     return {"name": name, "input": args, "id": tool_id}
 
 
-async def replay_of(engine: Engine, sid, tmp_path: Path, tools: ToolRegistry | None = None):  # type: ignore[no-untyped-def]
-    return await replay(
-        list(engine.sessions.session_events(sid)),  # type: ignore[arg-type]
-        tools=tools or ToolRegistry.discover(DeleteFile(), FlakySearch()),
-        blobs=engine.runner.tool_calls.blobs,
-        counter=CharRatioTokenCounter(),
-        settings=engine.runner.settings,
-    )
+async def replay_of(engine: Engine, sid: UUID, tools: list[AnyTool] | None = None) -> ReplayReport:
+    """Replay on an engine like `engine`'s, with fresh tools (or `tools`)."""
+    tools = tools if tools is not None else [*build_tools(Settings()), DeleteFile(), FlakySearch()]
+    stored = list(engine.sessions.session_events(sid))
+    return await replay(stored, engine=replay_engine(engine.runner, tools=tools))
 
 
-async def long_session(engine: Engine) -> object:
+async def long_session(engine: Engine) -> UUID:
     sid = await engine.new_session()
     for round_ in range(3):
         await engine.scheduler.send_message(sid, f"round {round_}")
@@ -63,7 +62,7 @@ async def test_replay_of_a_long_session_reproduces_every_event(tmp_path: Path) -
     sid = await long_session(engine)
     kinds = engine.kinds(sid)
     assert len(kinds) > 80 and "StrikeRecorded" in kinds and "ConfirmationGiven" in kinds
-    report = await replay_of(engine, sid, tmp_path)
+    report = await replay_of(engine, sid)
     assert report.identical, report.divergence
     assert report.events == len(kinds)
 
@@ -71,8 +70,8 @@ async def test_replay_of_a_long_session_reproduces_every_event(tmp_path: Path) -
 async def test_replay_reports_the_first_divergence(tmp_path: Path) -> None:
     engine = make_engine(long_script(), tmp_path)
     sid = await long_session(engine)
-    without_search = ToolRegistry.discover(DeleteFile())  # the engine now behaves differently
-    report = await replay_of(engine, sid, tmp_path, tools=without_search)
+    without_search = [*build_tools(Settings()), DeleteFile()]  # the engine now behaves differently
+    report = await replay_of(engine, sid, tools=without_search)
     assert report.divergence is not None
     assert "unknown tool 'search'" in report.divergence.got
     assert "ToolResultRecorded" in report.divergence.expected
@@ -91,16 +90,18 @@ async def test_replay_covers_a_stop_and_a_model_failure(tmp_path: Path) -> None:
             raise LLMOverloaded("overloaded")
         return {"text": "fine"}
 
-    engine = make_engine(ScriptedLLM(model), tmp_path)
+    llm = ScriptedLLM(model)
+    engine = make_engine(llm, tmp_path)
     sid = await engine.new_session()
     await engine.scheduler.send_message(sid, "one")
-    await asyncio.sleep(0.05)
+    while not llm.requests:  # the slow model call is under way
+        await asyncio.sleep(0)
     await engine.scheduler.stop(sid)
     await engine.scheduler.send_message(sid, "two")
     assert await engine.scheduler.wait(sid) == "failed"
     await engine.scheduler.send_message(sid, "three")
     assert await engine.scheduler.wait(sid) == "completed"
-    report = await replay_of(engine, sid, tmp_path)
+    report = await replay_of(engine, sid)
     assert report.identical, report.divergence
 
 
@@ -126,7 +127,7 @@ async def test_fork_at_a_version_then_continue_with_another_model(tmp_path: Path
         == "a different model answers"
     )  # type: ignore[attr-defined]
     assert len(list(first.sessions.session_events(sid))) > at  # the parent is untouched
-    report = await replay_of(other, fork.session_id, tmp_path)
+    report = await replay_of(other, fork.session_id)
     assert report.identical, report.divergence
 
 

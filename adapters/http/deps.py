@@ -1,0 +1,63 @@
+"""What request handlers name as dependencies (`Provide`d by `create_app`), and who calls."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from uuid import UUID
+
+from litestar import Request
+from litestar.datastructures import State
+
+from adapters.http.read_your_writes import ViewWaiter
+from application.accounts import AccountService, Principal
+from application.bridge import SyncBridge
+from application.sessions import SessionService
+from domain.account_errors import WorkspaceNotFound
+from domain.errors import SessionNotFound
+from domain.session import AgentSession
+from projections.confirmations import ConfirmationsView
+from projections.sessions import SessionsView
+from projections.working_memory import WorkingMemoryView
+
+Caller = Request[Principal, str, State]  # an authenticated request
+
+
+@dataclass(frozen=True)
+class ReadModels:
+    """The read models queries use, and the waiter for read-your-writes."""
+
+    sessions: SessionsView
+    memory: WorkingMemoryView
+    confirmations: ConfirmationsView
+    waiter: ViewWaiter
+
+
+@dataclass(frozen=True)
+class Access:
+    """Who may see or change what; another tenant's things answer as if they did not exist."""
+
+    sessions: SessionService
+    accounts: AccountService
+    bridge: SyncBridge
+
+    async def authenticate(self, access_token: str) -> Principal:
+        return await self.bridge(self.accounts.authenticate, access_token)
+
+    async def workspace(
+        self, principal: Principal, workspace_id: UUID, *, write: bool = False
+    ) -> str:
+        """The caller's role in the workspace; NotFound when it has none."""
+        return await self.bridge(
+            self.accounts.authorize, principal.user_id, workspace_id, write=write
+        )
+
+    async def session(
+        self, principal: Principal, session_id: UUID, *, write: bool = False
+    ) -> AgentSession:
+        """The session (from the write side), if the caller may see it (or change it)."""
+        session = await self.bridge(self.sessions.get_session, session_id)
+        try:
+            await self.workspace(principal, session.workspace_id, write=write)
+        except WorkspaceNotFound:
+            raise SessionNotFound(session_id) from None
+        return session

@@ -1,0 +1,198 @@
+"""Value objects that session events carry, and the rules on the plain data they hold.
+
+Events are stored as JSON: these types are immutable, compare by value, and convert
+to and from the JSON shape older events were stored in (plain dicts), so a stored
+event of any age loads as the same value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, TypedDict, cast
+
+from domain.conversation import ModelTurn, TextBlock, ThinkingBlock, ToolUseBlock
+from domain.errors import InvalidCommand, MessageTooLarge
+
+MAX_MESSAGE_BYTES = 1024 * 1024
+MAX_TITLE_CHARS = 500
+
+SessionStatus = Literal["created", "running", "waiting", "completed", "error", "stopped"]
+ToolResultStatus = Literal["success", "error", "cancelled", "interrupted"]
+RiskLevel = Literal["safe", "risky"]
+PlanItemStatus = Literal["pending", "in_progress", "done", "skipped"]
+ConfirmationPolicy = Literal["always", "risky", "never"]
+ArtifactKind = Literal["report", "ppt", "code", "file"]
+
+TOOL_RESULT_STATUSES: tuple[ToolResultStatus, ...] = (
+    "success",
+    "error",
+    "cancelled",
+    "interrupted",
+)
+PLAN_ITEM_STATUSES: tuple[PlanItemStatus, ...] = ("pending", "in_progress", "done", "skipped")
+CONFIRMATION_POLICIES: tuple[ConfirmationPolicy, ...] = ("always", "risky", "never")
+# How each plan status is marked in a checklist (recitation and task_plan.md alike).
+PLAN_MARKS: dict[PlanItemStatus, str] = {
+    "done": "x",
+    "in_progress": "~",
+    "pending": " ",
+    "skipped": "-",
+}
+
+
+@dataclass(frozen=True)
+class PlanItem:
+    """One step of the agent's plan."""
+
+    title: str
+    status: PlanItemStatus = "pending"
+
+    @classmethod
+    def of(cls, raw: object) -> PlanItem:
+        """From its stored JSON shape (a dict), checked."""
+        if not isinstance(raw, dict):
+            raise InvalidCommand("a plan item must be an object with a title")
+        title = str(raw.get("title", "")).strip()
+        status = raw.get("status", "pending")
+        if not title:
+            raise InvalidCommand("every plan item needs a title")
+        if status not in PLAN_ITEM_STATUSES:
+            raise InvalidCommand(f"unknown plan item status {status!r}")
+        return cls(title, cast(PlanItemStatus, status))
+
+    def to_json(self) -> dict[str, str]:
+        return {"title": self.title, "status": self.status}
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A source a finding rests on: the page's url, its title, and its text in the blob store."""
+
+    url: str
+    title: str = ""
+    blob_ref: str = ""
+
+    @classmethod
+    def of(cls, raw: object) -> Citation:
+        if not isinstance(raw, dict) or not str(raw.get("url", "")).strip():
+            raise InvalidCommand("every citation needs a url")
+        url, title = str(raw["url"]).strip(), str(raw.get("title") or "").strip()
+        return cls(url, title, str(raw.get("blob_ref") or ""))
+
+    def to_json(self) -> dict[str, str]:
+        return {"url": self.url, "title": self.title, "blob_ref": self.blob_ref}
+
+
+@dataclass(frozen=True)
+class SessionSettings:
+    """How the agent may act in one session; None means the server's default."""
+
+    confirmation: ConfirmationPolicy = "risky"
+    allowed_tools: tuple[str, ...] | None = None
+    max_iterations: int | None = None
+    token_budget: int | None = None
+    model: str | None = None
+
+    @classmethod
+    def of(cls, raw: object) -> SessionSettings:
+        """From its stored JSON shape (a dict, keys optional), checked."""
+        if raw is None:
+            return cls()
+        if not isinstance(raw, dict):
+            raise InvalidCommand("settings must be an object")
+        confirmation = raw.get("confirmation", "risky")
+        if confirmation not in CONFIRMATION_POLICIES:
+            raise InvalidCommand(f"confirmation must be one of {', '.join(CONFIRMATION_POLICIES)}")
+        tools = raw.get("allowed_tools")
+        return cls(
+            confirmation=cast(ConfirmationPolicy, confirmation),
+            allowed_tools=None if tools is None else tuple(str(t) for t in tools),
+            max_iterations=_optional_int(raw.get("max_iterations")),
+            token_budget=_optional_int(raw.get("token_budget")),
+            model=None if raw.get("model") is None else str(raw["model"]),
+        )
+
+    def to_json(self) -> dict[str, object]:
+        """Only what was set, as older events stored it."""
+        raw: dict[str, object] = {"confirmation": self.confirmation}
+        if self.allowed_tools is not None:
+            raw["allowed_tools"] = list(self.allowed_tools)
+        for key in ("max_iterations", "token_budget", "model"):
+            value = getattr(self, key)
+            if value is not None:
+                raw[key] = value
+        return raw
+
+
+def _optional_int(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidCommand("max_iterations and token_budget must be whole numbers")
+    return value
+
+
+# -- a recorded assistant turn's content, as stored (plain JSON) -------------------
+
+
+class TextContent(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class ThinkingContent(TypedDict):
+    type: Literal["thinking"]
+    thinking: str
+    signature: str
+
+
+class ToolUseContent(TypedDict):
+    type: Literal["tool_use"]
+    id: str
+    name: str
+    input: dict[str, object]
+
+
+StoredBlock = TextContent | ThinkingContent | ToolUseContent
+
+
+def turn_blocks(turn: ModelTurn) -> list[StoredBlock]:
+    """A turn's content blocks as plain data, in order (signatures kept for replay)."""
+    blocks: list[StoredBlock] = []
+    for block in turn.content:
+        match block:
+            case TextBlock(text=text):
+                blocks.append({"type": "text", "text": text})
+            case ThinkingBlock(thinking=thinking, signature=signature):
+                blocks.append({"type": "thinking", "thinking": thinking, "signature": signature})
+            case ToolUseBlock(id=tool_use_id, name=name, input=args):
+                blocks.append({"type": "tool_use", "id": tool_use_id, "name": name, "input": args})
+    return blocks
+
+
+def blocks_text(blocks: list[StoredBlock]) -> str:
+    return "".join(b["text"] for b in blocks if b["type"] == "text")
+
+
+def blocks_thinking(blocks: list[StoredBlock]) -> str:
+    return "".join(b["thinking"] for b in blocks if b["type"] == "thinking")
+
+
+def blocks_tool_uses(blocks: list[StoredBlock]) -> list[ToolUseContent]:
+    return [b for b in blocks if b["type"] == "tool_use"]
+
+
+# -- rules on plain input ---------------------------------------------------------------
+
+
+def check_message_size(text: str) -> None:
+    size = len(text.encode("utf-8"))
+    if size > MAX_MESSAGE_BYTES:
+        raise MessageTooLarge(size, MAX_MESSAGE_BYTES)
+
+
+def check_title(title: str) -> str:
+    title = title.strip()
+    if not title or len(title) > MAX_TITLE_CHARS:
+        raise InvalidCommand(f"title must be 1 to {MAX_TITLE_CHARS} characters")
+    return title

@@ -1,0 +1,264 @@
+"""The SSE contract: one Struct per Server-Sent Event type, and their tagged union.
+
+The SSE `event:` line is the Struct's tag, and the JSON `data:` carries it again as
+`type`, so the exported JSON Schema is a discriminated union. Where the product's
+frontend types define an event (`thinking`, `tool_call`, `tool_result`, `content`,
+`confirm_required`, `done`, `error`) the payload has exactly their fields and names;
+more may be added, none renamed. New fields always get defaults.
+
+Live previews (`thinking` and `content` chunks while the model streams) have no
+version and no SSE id. Every stored event's payload has its session `version` (the
+SSE id) and `timestamp`. The stored assistant turn is a `message` (role assistant),
+never a `content`: a client that appends every `content` shows each answer once.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal, TypeAlias
+from uuid import UUID
+
+import msgspec
+
+# Any JSON value (tool arguments are the tool's own shape).
+JsonValue = Annotated[object, msgspec.Meta(extra_json_schema={"description": "any JSON value"})]
+JsonObject = dict[str, JsonValue]
+ToolOutcome = Literal["success", "error", "cancelled", "interrupted"]
+DoneStatus = Literal["completed", "stopped", "max_iterations_reached"]
+
+
+class Payload(msgspec.Struct, tag_field="type", kw_only=True, omit_defaults=True, frozen=True):
+    """Base of every SSE payload; the tag is the SSE event type."""
+
+
+class Stored(Payload, frozen=True):
+    """A payload of a stored event: its session version is the SSE id."""
+
+    version: int
+    timestamp: datetime
+
+
+# -- value shapes ---------------------------------------------------------------
+
+
+class Citation(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
+    """A source (the frontend's `Citation`, plus where its text is kept)."""
+
+    index: int
+    url: str
+    title: str
+    domain: str
+    snippet: str
+    blob_ref: str | None = None
+
+
+class ToolUse(msgspec.Struct, frozen=True):
+    """A tool call an assistant turn asked for."""
+
+    id: str
+    name: str
+    args: JsonObject
+
+
+class Usage(msgspec.Struct, frozen=True):
+    input: int
+    output: int
+    cache_read: int
+    cache_write: int
+
+
+class PlanItem(msgspec.Struct, frozen=True):
+    title: str
+    status: Literal["pending", "in_progress", "done", "skipped"]
+
+
+# -- the frontend's events ------------------------------------------------------------
+
+
+class Thinking(Payload, tag="thinking", frozen=True):
+    """Live model thinking (`status: end` once its turn is stored)."""
+
+    content: str
+    status: Literal["start", "end"] | None = None
+
+
+class Content(Payload, tag="content", frozen=True):
+    """A live chunk of the answer; never stored, never repeated."""
+
+    content: str
+    citations: list[Citation] | None = None
+
+
+class ToolCall(Stored, tag="tool_call", frozen=True):
+    id: str
+    name: str
+    status: Literal["pending", "running"]
+    args: JsonObject | None = None
+    risk: Literal["safe", "risky"] = "safe"
+
+
+class ToolResult(Stored, tag="tool_result", frozen=True):
+    """A tool call's result; `outcome` tells an interrupted call from a cancelled one."""
+
+    id: str
+    status: Literal["success", "error", "cancelled"]
+    outcome: ToolOutcome
+    success: bool
+    result: str | None = None
+    error: str | None = None
+    blob_ref: str | None = None
+    duration_ms: int = 0
+
+
+class ConfirmRequired(Stored, tag="confirm_required", frozen=True):
+    action_id: str
+    tool: str
+    args: JsonObject
+    description: str
+    tool_call_id: str
+
+
+class Done(Stored, tag="done", frozen=True):
+    """A run ended; `message_id` is its last assistant message's id (None: it had none)."""
+
+    status: DoneStatus
+    message_id: str | None
+    tokens_used: int
+    run_id: UUID
+    reason: str
+
+
+class Error(Stored, tag="error", frozen=True):
+    """A run failed."""
+
+    message: str
+    error_code: str
+    run_id: UUID
+    message_id: str | None = None
+    tokens_used: int = 0
+
+
+# -- the other stored events ----------------------------------------------------------
+
+
+class Session(Stored, tag="session", frozen=True):
+    change: Literal["started", "renamed", "completed", "archived"]
+    title: str | None = None
+    reason: str | None = None
+    task_type: str | None = None
+    model: str | None = None
+
+
+class Message(Stored, tag="message", frozen=True):
+    """A message of the conversation, as `GET /sessions/{id}/messages` lists it."""
+
+    id: str
+    role: Literal["user", "assistant"]
+    content: str
+    attachments: list[str] | None = None
+    thinking: str | None = None
+    tool_calls: list[ToolUse] | None = None
+    run_id: UUID | None = None
+    stop_reason: str | None = None
+    model: str | None = None
+    usage: Usage | None = None
+
+
+class Run(Stored, tag="run", frozen=True):
+    status: Literal["requested", "started"]
+    run_id: UUID
+    worker: str | None = None
+
+
+class Confirmed(Stored, tag="confirmed", frozen=True):
+    action_id: str
+    approved: bool
+    feedback: str | None = None
+    by: str = ""
+
+
+class Plan(Stored, tag="plan", frozen=True):
+    items: list[PlanItem]
+
+
+class Finding(Stored, tag="finding", frozen=True):
+    text: str
+    citations: list[Citation]
+
+
+class Progress(Stored, tag="progress", frozen=True):
+    text: str
+
+
+class Notice(Stored, tag="notice", frozen=True):
+    """Something about the agent's own course: a strike, a reboot, a compaction."""
+
+    kind: Literal["strike", "reboot", "compaction"]
+    tool: str | None = None
+    error_signature: str | None = None
+    count: int | None = None
+    questions: list[str] | None = None
+    iterations_without_progress: int | None = None
+    summary: str | None = None
+    through_version: int | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+
+
+class Artifact(Stored, tag="artifact", frozen=True):
+    kind: Literal["report", "ppt", "code", "file"]
+    name: str
+    blob_ref: str
+    size: int
+    sha256: str
+    media_type: str
+
+
+SsePayload: TypeAlias = (
+    Thinking
+    | Content
+    | ToolCall
+    | ToolResult
+    | ConfirmRequired
+    | Done
+    | Error
+    | Session
+    | Message
+    | Run
+    | Confirmed
+    | Plan
+    | Finding
+    | Progress
+    | Notice
+    | Artifact
+)
+
+PAYLOAD_CLASSES: tuple[type[SsePayload], ...] = SsePayload.__args__
+
+_encoder = msgspec.json.Encoder()
+_decoder: msgspec.json.Decoder[SsePayload] = msgspec.json.Decoder(SsePayload)
+
+
+def event_type(payload: SsePayload) -> str:
+    """The SSE `event:` name of a payload: its Struct's tag."""
+    tag = payload.__struct_config__.tag
+    assert isinstance(tag, str)
+    return tag
+
+
+def sse_id(payload: SsePayload) -> int | None:
+    """The SSE id: a stored event's version; live previews have none."""
+    return payload.version if isinstance(payload, Stored) else None
+
+
+def encode(payload: SsePayload) -> bytes:
+    return _encoder.encode(payload)
+
+
+def decode(data: bytes | str) -> SsePayload:
+    return _decoder.decode(data)
+
+
+def json_schema() -> JsonObject:
+    """The union as JSON Schema (a discriminated union on `type`)."""
+    return msgspec.json.schema(SsePayload)

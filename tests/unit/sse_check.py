@@ -1,0 +1,89 @@
+"""Checks on SSE payloads shared by the contract tests: the exported schema, and samples."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from uuid import UUID, uuid4
+
+import jsonschema_rs
+
+from application.sessions import SessionService
+from domain.conversation import ModelTurn, TextBlock, ThinkingBlock, ToolUseBlock, Usage
+from domain.events import SessionEvent
+from domain.values import Citation, PlanItem
+from schemas import sse
+from schemas.export import SSE_SCHEMA
+
+
+@cache
+def _validator() -> jsonschema_rs.Validator:
+    return jsonschema_rs.validator_for(json.loads(SSE_SCHEMA.read_text()))
+
+
+def checked(payload: sse.SsePayload) -> object:
+    """The payload as JSON, after checking it decodes to itself and fits the schema file."""
+    data = sse.encode(payload)
+    assert sse.decode(data) == payload, payload
+    document = json.loads(data)
+    _validator().validate(document)
+    assert document["type"] == sse.event_type(payload)
+    return document
+
+
+def without_timestamps(document: object) -> object:
+    if isinstance(document, dict):
+        return {k: without_timestamps(v) for k, v in document.items() if k != "timestamp"}
+    return document
+
+
+def one_of_each() -> list[SessionEvent]:
+    """A session whose log holds at least one event of every class (in-memory store)."""
+    app = SessionService(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    sid = app.start_session(workspace_id=uuid4(), owner_id=uuid4(), title="Every event").session_id
+    app.append_user_message(sid, "hello", attachments=["sha256:abc"])
+    run = uuid4()
+    app.request_run(sid, run)
+    app.start_run(sid, run, "worker-1")
+    app.record_assistant_turn(sid, run, _turn(), latency_ms=12)
+    _tools_and_memory(app, sid)
+    app.complete_run(sid, run)
+    for end in ("fail", "stop"):
+        run = uuid4()
+        app.request_run(sid, run)
+        app.start_run(sid, run, "worker-2")
+        if end == "fail":
+            app.fail_run(sid, run, "the model is unreachable", "LLM_ERROR")
+        else:
+            app.stop_run(sid, run)
+    app.rename_session(sid, "Renamed")
+    app.complete_session(sid)
+    app.archive_session(sid)
+    return list(app.session_events(sid))
+
+
+def _turn() -> ModelTurn:
+    blocks = (
+        ThinkingBlock("Think first.", "sig"),
+        TextBlock("Let me look."),
+        ToolUseBlock("toolu_1", "search", {"query": "heat pumps", "nested": {"n": [1, None]}}),
+    )
+    return ModelTurn(blocks, "tool_use", Usage(10, 5, 3, 2), "claude-test")
+
+
+def _tools_and_memory(app: SessionService, sid: UUID) -> None:
+    app.request_tool_call(sid, "toolu_1", "search", {"query": "heat pumps"}, "risky")
+    app.request_confirmation(sid, "act-1", "toolu_1", "search", {"query": "x"}, "Search the web")
+    app.give_confirmation(sid, "act-1", True, "fine", by="user-1")
+    app.record_tool_result(sid, "toolu_1", "success", "3 results", blob_ref="sha256:r")
+    app.request_tool_call(sid, "toolu_2", "search", {"query": "more"})
+    app.record_tool_result(sid, "toolu_2", "interrupted", "stopped", error="stopped")
+    app.update_plan(sid, [PlanItem("Find facts", "in_progress"), PlanItem("Answer")])
+    app.record_finding(sid, "Heat pumps work", [Citation("https://example.org/a", "A", "sha:1")])
+    app.note_progress(sid, "searched")
+    app.record_strike(sid, "search", "timeout", 1)
+    app.request_reboot(sid, ["Where am I?"], 3)
+    app.record_compaction(sid, "summary so far", 2, 1000, 100)
+    app.record_artifact(
+        sid, "report", "report.md", "sha256:rep", size=10, sha256="abc", media_type="text/markdown"
+    )
