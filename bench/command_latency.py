@@ -16,6 +16,7 @@ import statistics
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from uuid import UUID
 
@@ -37,14 +38,21 @@ def commands(account: Account, sessions: list[UUID], n: int) -> list[tuple[str, 
         match i % 3:
             case 0:
                 body = {"workspace_id": workspace, "title": f"bench {i}"}
-                mix.append(("create", lambda h, b=body: h.post("/api/v1/sessions/", json=b)))
+                mix.append(("create", partial(_post, "/api/v1/sessions/", body)))
             case 1:
-                path, body = f"/api/v1/sessions/{sid}", {"title": f"renamed {i}"}
-                mix.append(("rename", lambda h, p=path, b=body: h.patch(p, json=b)))
+                body = {"title": f"renamed {i}"}
+                mix.append(("rename", partial(_patch, f"/api/v1/sessions/{sid}", body)))
             case _:
-                path = f"/api/v1/sessions/{sid}/complete"
-                mix.append(("complete", lambda h, p=path: h.post(p)))
+                mix.append(("complete", partial(_post, f"/api/v1/sessions/{sid}/complete", None)))
     return mix
+
+
+def _post(path: str, body: dict[str, str] | None, http: httpx.Client) -> httpx.Response:
+    return http.post(path, json=body)
+
+
+def _patch(path: str, body: dict[str, str], http: httpx.Client) -> httpx.Response:
+    return http.patch(path, json=body)
 
 
 def run_phase(

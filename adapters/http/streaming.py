@@ -13,7 +13,6 @@ from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from adapters.http.sse import live_payload, payloads
 from adapters.nats.session_feed import Idle, Live, SessionFeed, Stored
-from domain.events import as_session_event
 from schemas import sse
 
 RETRY_MS = 3000
@@ -58,7 +57,7 @@ async def _messages(
                 yield ServerSentEventMessage(data=None, comment="keep-alive")
             case Stored(event=event):
                 ends = False
-                for payload in payloads(as_session_event(event)):
+                for payload in payloads(event):
                     yield message(payload)
                     ends = ends or last(payload)
                 if ends:

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from uuid import UUID
 
 import msgspec
-from eventsourcing.domain import AggregateEvent
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
@@ -28,13 +27,14 @@ from adapters.nats.stream import BadMessage, to_notification
 from application.bridge import SyncBridge
 from application.sessions import SessionService
 from domain.conversation import TextDelta, ThinkingDelta
+from domain.events import SessionEvent, as_session_event
 
 POLL_WITHOUT_NATS = 1.0  # seconds between store reads when NATS is away
 
 
 @dataclass(frozen=True)
 class Stored:
-    event: AggregateEvent
+    event: SessionEvent
 
     @property
     def version(self) -> int:
@@ -67,12 +67,12 @@ class SessionFeed:
         *,
         sessions: SessionService,
         bridge: SyncBridge,
-        connection: object,
+        connection: Callable[[], NATS | None],
         stream: str,
     ) -> None:
         self.sessions = sessions
         self.bridge = bridge
-        self._connection = connection  # () -> NATS | None
+        self._connection = connection
         self.stream = stream
 
     async def read(
@@ -128,7 +128,7 @@ class SessionFeed:
             async for item in self._catch_up(session_id, last):
                 yield item
             return
-        yield Stored(self.sessions.mapper.to_domain_event(notification))  # type: ignore[arg-type]
+        yield Stored(as_session_event(self.sessions.mapper.to_domain_event(notification)))
 
     async def _catch_up(self, session_id: UUID, after: int) -> AsyncIterator[Stored]:
         events = await self.bridge(_events_after, self.sessions, session_id, after)
@@ -136,7 +136,7 @@ class SessionFeed:
             yield Stored(e)
 
     async def _subscribe(self, session_id: UUID, queue: asyncio.Queue[Msg]) -> list[Subscription]:
-        nc: NATS | None = self._connection()  # type: ignore[operator]
+        nc = self._connection()
         if nc is None or not nc.is_connected:
             return []
 
@@ -156,5 +156,5 @@ class SessionFeed:
         return idle if subscriptions else min(idle, POLL_WITHOUT_NATS)
 
 
-def _events_after(sessions: SessionService, session_id: UUID, after: int) -> list[AggregateEvent]:
-    return list(sessions.session_events(session_id, after=after))  # type: ignore[arg-type]
+def _events_after(sessions: SessionService, session_id: UUID, after: int) -> list[SessionEvent]:
+    return list(sessions.session_events(session_id, after=after))
