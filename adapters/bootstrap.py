@@ -1,6 +1,6 @@
 """The composition root: the one place that picks concrete adapters.
 
-`bootstrap` wires a whole process on Postgres and NATS; `bootstrap_in_memory` wires the
+`bootstrap` wires a whole process on Postgres and NATS; `bootstrap_engine` wires the
 engine on the in-memory event store (unit tests, replay, benches). Both build every
 part from the settings, except what the caller passes in its place: a keyword left
 `None` means "build the real one". Nothing here runs at import time.
@@ -8,21 +8,14 @@ part from the settings, except what the caller passes in its place: a keyword le
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import Callable, Coroutine, Iterable
-from dataclasses import dataclass, field
-from uuid import UUID
+from collections.abc import Callable, Iterable
 
-from eventsourcing.application import Application
 from eventsourcing.postgres import (
-    PostgresApplicationRecorder,
     PostgresFactory,
     PostgresTrackingRecorder,
 )
-from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 
 from adapters.blobs.filesystem import FilesystemBlobStore
@@ -31,14 +24,13 @@ from adapters.llm.anthropic import AnthropicLLM
 from adapters.llm.scripted import load_llm_spec
 from adapters.llm.tokens import TiktokenCounter
 from adapters.llm.unconfigured import UnconfiguredLLM
-from adapters.nats.connection import connect_nats
-from adapters.nats.feed import JetStreamFeed
 from adapters.nats.live import NatsDeltaSink
-from adapters.nats.relay import Relay
 from adapters.nats.stream import EventStream
 from adapters.postgres.active_runs import active_runs
 from adapters.postgres.eventstore import eventstore_env
+from adapters.services import Services
 from adapters.settings import Settings
+from adapters.system import Container, Engine, System
 from application.accounts import AccountService
 from application.bridge import SyncBridge
 from application.manual_tools import ManualTools
@@ -52,9 +44,8 @@ from application.tools.notes import NoteProgress, RecordFinding, UpdatePlan
 from application.tools.registry import ToolRegistry
 from projections.accounts import AccountsView
 from projections.confirmations import ConfirmationsView
-from projections.runner import ProjectionRunner
 from projections.sessions import SessionsView
-from projections.view import TRACKING_TABLE, ProjectionError, View
+from projections.view import TRACKING_TABLE, View
 from projections.working_memory import WorkingMemoryView
 
 log = logging.getLogger(__name__)
@@ -62,161 +53,6 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], float]  # seconds since the epoch
 StreamFactory = Callable[[JetStreamContext, str], EventStream]
 IN_MEMORY = {"PERSISTENCE_MODULE": "eventsourcing.popo"}
-
-
-@dataclass
-class Container:
-    """The write side, the read models and the bridge between them and async code."""
-
-    settings: Settings
-    database_url: str
-    nats_url: str
-    sessions: SessionService
-    views: dict[str, View]
-    checkpoints: PostgresTrackingRecorder
-    bridge: SyncBridge
-    accounts: AccountService
-
-    @property
-    def recorder(self) -> PostgresApplicationRecorder:
-        recorder = self.sessions.recorder
-        assert isinstance(recorder, PostgresApplicationRecorder)
-        return recorder
-
-    @property
-    def accounts_recorder(self) -> PostgresApplicationRecorder:
-        recorder = self.accounts.recorder
-        assert isinstance(recorder, PostgresApplicationRecorder)
-        return recorder
-
-    def log_of(self, view: str) -> Application[UUID]:
-        """The application whose event log feeds the read model named `view`."""
-        return self.accounts if view == AccountsView.name else self.sessions
-
-    def close(self) -> None:
-        self.bridge.close()
-        self.sessions.close()
-        self.accounts.close()
-
-
-@dataclass
-class Services:
-    """What runs in the background: the relay and the projection runners."""
-
-    container: Container
-    relay_enabled: bool = True
-    projections_enabled: bool = True
-    relay_batch_size: int = 256
-    stream_factory: Callable[[JetStreamContext, str], EventStream] = EventStream
-    relay: Relay | None = None
-    accounts_relay: Relay | None = None
-    runners: dict[str, ProjectionRunner] = field(default_factory=dict)
-    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
-    _nats: NATS | None = None
-
-    async def start(self, *, wait_for_nats: bool = True) -> None:
-        """Start the relay and the runners once NATS answers (in the background unless
-        `wait_for_nats`): the API and commands never wait for NATS."""
-        connected = asyncio.Event()
-        self._spawn(self._start_with_nats(connected), "nats connection")
-        if wait_for_nats:
-            await connected.wait()
-
-    @property
-    def nats(self) -> NATS | None:
-        return self._nats
-
-    async def _start_with_nats(self, connected: asyncio.Event) -> None:
-        c = self.container
-        nc = await connect_nats(c.nats_url, name="tokendance")
-        self._nats = nc
-        # One stream per application log (each relay's checkpoint is named after it).
-        streams = {
-            c.sessions.name: self.stream_factory(nc.jetstream(), c.settings.nats_stream),
-            c.accounts.name: self.stream_factory(nc.jetstream(), c.settings.nats_accounts_stream),
-        }
-        if self.relay_enabled:
-            self.relay = self._start_relay(c.recorder, streams[c.sessions.name])
-            self.accounts_relay = self._start_relay(c.accounts_recorder, streams[c.accounts.name])
-        if self.projections_enabled:
-            for stream in streams.values():
-                await stream.ensure()
-            for name, view in c.views.items():
-                app = c.log_of(name)
-                feed = JetStreamFeed(streams[app.name], f"projection-{name}")
-                runner = ProjectionRunner(view, mapper=app.mapper, feed=feed, bridge=c.bridge)
-                self.runners[name] = runner
-                self._spawn(runner.run(), f"projection {name}")
-        connected.set()
-
-    def _start_relay(self, recorder: PostgresApplicationRecorder, stream: EventStream) -> Relay:
-        c = self.container
-        relay = Relay(
-            database_url=c.database_url,
-            recorder=recorder,
-            checkpoints=c.checkpoints,
-            bridge=c.bridge,
-            stream=stream,
-            channel=recorder.channel_name,
-            batch_size=self.relay_batch_size,
-        )
-        self._spawn(relay.run(), f"relay {stream.name}")
-        return relay
-
-    def _spawn(self, coro: Coroutine[object, object, None], name: str) -> None:
-        self._tasks.append(asyncio.create_task(coro, name=name))
-
-    async def stop(self) -> None:
-        # Cancel until done: on Python 3.11 a cancel that lands as nats-py's wait_for
-        # times out can be swallowed, and the loop it hits just goes round again.
-        for _ in range(5):
-            pending = [t for t in self._tasks if not t.done()]
-            if not pending:
-                break
-            for task in pending:
-                task.cancel()
-            await asyncio.wait(pending, timeout=2.0)
-        for task in self._tasks:
-            if task.done() and not task.cancelled():
-                with contextlib.suppress(ProjectionError):
-                    task.result()
-        self._tasks.clear()
-        if self._nats is not None:
-            await self._nats.close()
-
-
-@dataclass
-class Engine:
-    """The agent loop and the tasks that drive it, on one event store."""
-
-    runner: AgentRunner
-    scheduler: RunScheduler
-    blobs: BlobStore
-    manual: ManualTools
-    sessions: SessionService
-    bridge: SyncBridge
-
-
-@dataclass
-class System:
-    """Everything one process runs, wired once by `bootstrap`."""
-
-    container: Container
-    services: Services
-    engine: Engine
-
-    @property
-    def settings(self) -> Settings:
-        return self.container.settings
-
-    async def stop(self) -> None:
-        """End the run tasks (their runs stay active in the log) and the background services."""
-        await self.engine.scheduler.close()
-        await self.services.stop()
-
-    def close(self) -> None:
-        """Close the event store's connections and the thread pool."""
-        self.container.close()
 
 
 def bootstrap(

@@ -13,9 +13,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from uuid import UUID
 
-from adapters.bootstrap import System, bootstrap
+from adapters.bootstrap import bootstrap
 from adapters.embedded import EmbeddedServers
 from adapters.settings import Settings
+from adapters.system import System
 
 
 def main(argv: list[str] | None = None) -> None:

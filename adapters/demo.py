@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from typing import assert_never
 from uuid import UUID, uuid4
 
-from adapters.bootstrap import Container, Engine, System, replay_engine
+from adapters.bootstrap import replay_engine
+from adapters.system import Container, Engine, System
 from application.replay import ReplayReport, replay
 from domain.events import SessionEvent
 from domain.session import AgentSession as S

@@ -26,8 +26,9 @@ from uuid import UUID
 
 import httpx
 
-from adapters.bootstrap import Container, bootstrap
+from adapters.bootstrap import bootstrap
 from adapters.settings import DOCUMENTED, Settings
+from adapters.system import Container
 from bench.harness import fresh_servers
 
 JWT_SECRET = "bench-secret-" + "x" * 32

@@ -15,9 +15,10 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from adapters.bootstrap import System, bootstrap
+from adapters.bootstrap import bootstrap
 from adapters.embedded import EmbeddedServers
 from adapters.settings import Settings
+from adapters.system import System
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import threading
 import time
 from uuid import uuid4
 
-from adapters.bootstrap import Container, System
+from adapters.system import Container, System
 from bench.harness import bench_system, cores, percentile
 
 BACKLOG = 20_000

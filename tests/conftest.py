@@ -19,11 +19,13 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from adapters.bootstrap import Container, Services, System, bootstrap, in_memory_sessions
+from adapters.bootstrap import bootstrap, in_memory_sessions
 from adapters.embedded import EmbeddedServers
 from adapters.llm import anthropic as anthropic_llm
 from adapters.llm.unconfigured import UnconfiguredLLM
+from adapters.services import Services
 from adapters.settings import Settings
+from adapters.system import Container, System
 from application.sessions import SessionService
 
 

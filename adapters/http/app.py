@@ -17,7 +17,7 @@ from litestar.di import Provide
 from litestar.middleware import DefineMiddleware
 from litestar.types import ControllerRouterHandler
 
-from adapters.bootstrap import Container, Engine, Services, recover_runs
+from adapters.bootstrap import recover_runs
 from adapters.http.auth import PUBLIC, BearerTokenAuthentication
 from adapters.http.auth_routes import AuthController, WorkspaceController
 from adapters.http.chat import ChatController
@@ -34,6 +34,8 @@ from adapters.http.sessions import SessionController
 from adapters.http.tools import ToolController
 from adapters.http.uploads import UploadController
 from adapters.nats.session_feed import SessionFeed
+from adapters.services import Services
+from adapters.system import Container, Engine
 from projections.accounts import AccountsView, WorkspaceDirectory
 from projections.confirmations import ConfirmationsView
 from projections.sessions import SessionsView

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from eventsourcing.postgres import PostgresApplicationRecorder
 from litestar import Controller, Response, get
 
-from adapters.bootstrap import Services
 from adapters.http.read_your_writes import ViewWaiter
+from adapters.services import Services
 from application.bridge import SyncBridge
 from projections.view import View
 from schemas.health import Health, ProjectionHealth, RelayHealth

@@ -12,7 +12,7 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from adapters.bootstrap import Container
+from adapters.system import Container
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -8,7 +8,8 @@ from uuid import UUID, uuid4
 import pytest
 from eventsourcing.persistence import StoredEvent
 
-from adapters.bootstrap import Container, Services
+from adapters.services import Services
+from adapters.system import Container
 from domain.conversation import ModelTurn, TextBlock, Usage
 from projections.rebuild import rebuild
 from projections.runner import ProjectionRunner

@@ -9,7 +9,7 @@ from uuid import uuid4
 
 import pytest
 
-from adapters.bootstrap import Container
+from adapters.system import Container
 
 pytestmark = pytest.mark.integration
 

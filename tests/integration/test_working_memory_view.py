@@ -8,7 +8,8 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from adapters.bootstrap import Container, Services
+from adapters.services import Services
+from adapters.system import Container
 from domain.events import SessionEvent
 from domain.values import Citation, PlanItem
 from domain.working_memory import WorkingMemoryState, fold_all

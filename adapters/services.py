@@ -1,0 +1,112 @@
+"""What runs in the background: the relays (Postgres -> NATS) and the projection runners."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from eventsourcing.postgres import PostgresApplicationRecorder
+from nats.aio.client import Client as NATS
+from nats.errors import Error as NatsError
+from nats.js import JetStreamContext
+
+from adapters.nats.connection import connect_nats
+from adapters.nats.feed import JetStreamFeed
+from adapters.nats.relay import Relay
+from adapters.nats.stream import EventStream
+from projections.runner import ProjectionRunner
+from projections.view import ProjectionError
+
+if TYPE_CHECKING:
+    from adapters.system import Container
+
+
+@dataclass
+class Services:
+    """What runs in the background: the relay and the projection runners."""
+
+    container: Container
+    relay_enabled: bool = True
+    projections_enabled: bool = True
+    relay_batch_size: int = 256
+    stream_factory: Callable[[JetStreamContext, str], EventStream] = EventStream
+    relay: Relay | None = None
+    accounts_relay: Relay | None = None
+    runners: dict[str, ProjectionRunner] = field(default_factory=dict)
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _nats: NATS | None = None
+
+    async def start(self, *, wait_for_nats: bool = True) -> None:
+        """Start the relay and the runners once NATS answers (in the background unless
+        `wait_for_nats`): the API and commands never wait for NATS."""
+        connected = asyncio.Event()
+        self._spawn(self._start_with_nats(connected), "nats connection")
+        if wait_for_nats:
+            await connected.wait()
+
+    @property
+    def nats(self) -> NATS | None:
+        return self._nats
+
+    async def _start_with_nats(self, connected: asyncio.Event) -> None:
+        c = self.container
+        nc = await connect_nats(c.nats_url, name="tokendance")
+        self._nats = nc
+        # One stream per application log (each relay's checkpoint is named after it).
+        streams = {
+            c.sessions.name: self.stream_factory(nc.jetstream(), c.settings.nats_stream),
+            c.accounts.name: self.stream_factory(nc.jetstream(), c.settings.nats_accounts_stream),
+        }
+        if self.relay_enabled:
+            self.relay = self._start_relay(c.recorder, streams[c.sessions.name])
+            self.accounts_relay = self._start_relay(c.accounts_recorder, streams[c.accounts.name])
+        if self.projections_enabled:
+            for stream in streams.values():
+                await stream.ensure()
+            for name, view in c.views.items():
+                app = c.log_of(name)
+                feed = JetStreamFeed(streams[app.name], f"projection-{name}")
+                runner = ProjectionRunner(view, mapper=app.mapper, feed=feed, bridge=c.bridge)
+                self.runners[name] = runner
+                self._spawn(runner.run(), f"projection {name}")
+        connected.set()
+
+    def _start_relay(self, recorder: PostgresApplicationRecorder, stream: EventStream) -> Relay:
+        c = self.container
+        relay = Relay(
+            database_url=c.database_url,
+            recorder=recorder,
+            checkpoints=c.checkpoints,
+            bridge=c.bridge,
+            stream=stream,
+            channel=recorder.channel_name,
+            batch_size=self.relay_batch_size,
+        )
+        self._spawn(relay.run(), f"relay {stream.name}")
+        return relay
+
+    def _spawn(self, coro: Coroutine[object, object, None], name: str) -> None:
+        self._tasks.append(asyncio.create_task(coro, name=name))
+
+    async def stop(self) -> None:
+        # Cancel until done: on Python 3.11 a cancel that lands as nats-py's wait_for
+        # times out can be swallowed, and the loop it hits just goes round again.
+        for _ in range(5):
+            pending = [t for t in self._tasks if not t.done()]
+            if not pending:
+                break
+            for task in pending:
+                task.cancel()
+            await asyncio.wait(pending, timeout=2.0)
+        for task in self._tasks:
+            if task.done() and not task.cancelled():
+                with contextlib.suppress(ProjectionError):
+                    task.result()
+        self._tasks.clear()
+        if self._nats is not None:
+            # With NATS already gone, closing the client fails: nothing is left to close.
+            with contextlib.suppress(NatsError, OSError):
+                await self._nats.close()

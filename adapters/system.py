@@ -1,0 +1,93 @@
+"""What one process is made of: the store and read models, the engine, the background services.
+
+`adapters/bootstrap.py` builds these; everything else receives them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from uuid import UUID
+
+from eventsourcing.application import Application
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresTrackingRecorder
+
+from adapters.services import Services
+from adapters.settings import Settings
+from application.accounts import AccountService
+from application.bridge import SyncBridge
+from application.manual_tools import ManualTools
+from application.ports import BlobStore
+from application.runner import AgentRunner
+from application.runs import RunScheduler
+from application.sessions import SessionService
+from projections.accounts import AccountsView
+from projections.view import View
+
+
+@dataclass
+class Container:
+    """The write side, the read models and the bridge between them and async code."""
+
+    settings: Settings
+    database_url: str
+    nats_url: str
+    sessions: SessionService
+    views: dict[str, View]
+    checkpoints: PostgresTrackingRecorder
+    bridge: SyncBridge
+    accounts: AccountService
+
+    @property
+    def recorder(self) -> PostgresApplicationRecorder:
+        recorder = self.sessions.recorder
+        assert isinstance(recorder, PostgresApplicationRecorder)
+        return recorder
+
+    @property
+    def accounts_recorder(self) -> PostgresApplicationRecorder:
+        recorder = self.accounts.recorder
+        assert isinstance(recorder, PostgresApplicationRecorder)
+        return recorder
+
+    def log_of(self, view: str) -> Application[UUID]:
+        """The application whose event log feeds the read model named `view`."""
+        return self.accounts if view == AccountsView.name else self.sessions
+
+    def close(self) -> None:
+        self.bridge.close()
+        self.sessions.close()
+        self.accounts.close()
+
+
+@dataclass
+class Engine:
+    """The agent loop and the tasks that drive it, on one event store."""
+
+    runner: AgentRunner
+    scheduler: RunScheduler
+    blobs: BlobStore
+    manual: ManualTools
+    sessions: SessionService
+    bridge: SyncBridge
+
+
+@dataclass
+class System:
+    """Everything one process runs, wired once by `bootstrap`."""
+
+    container: Container
+    services: Services
+    engine: Engine
+
+    @property
+    def settings(self) -> Settings:
+        return self.container.settings
+
+    async def stop(self) -> None:
+        """End the run tasks (their runs stay active in the log) and the background services."""
+        await self.engine.scheduler.close()
+        await self.services.stop()
+
+    def close(self) -> None:
+        """Close the event store's connections and the thread pool."""
+        self.container.close()
