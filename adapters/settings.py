@@ -36,7 +36,7 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "(unset: Anthropic if ANTHROPIC_API_KEY is set)",
         "`scripted:<file.yaml>` (or `scripted:demo`) runs a scripted model instead",
     ),
-    "TOKENDANCE_MODEL": ("claude-sonnet-4-5", "Anthropic model for agent turns"),
+    "TOKENDANCE_MODEL": ("claude-sonnet-5-5", "Anthropic model for agent turns"),
     "TOKENDANCE_MAX_TOKENS": ("8192", "output token limit of one model turn"),
     "TOKENDANCE_CONTEXT_WINDOW": (
         "200000",

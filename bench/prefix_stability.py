@@ -93,7 +93,7 @@ def research_model(steps: int) -> ScriptedLLM:
 
 
 def wire_body(request: ModelRequest, *, markers: bool = True) -> Body:
-    wire = to_wire(request, model="claude-sonnet-4-5", max_tokens=8192)
+    wire = to_wire(request, model="claude-sonnet-5-5", max_tokens=8192)
     body: Body = {"tools": wire.tools, "system": wire.system, "messages": wire.messages}
     return body if markers else _without_markers(body)  # type: ignore[return-value]
 

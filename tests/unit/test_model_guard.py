@@ -37,7 +37,7 @@ def remote_llm(transport: RecordingTransport) -> AnthropicLLM:
         base_url="https://api.anthropic.com",
         http_client=httpx2.AsyncClient(transport=transport),
     )
-    return AnthropicLLM(client, model="claude-sonnet-4-5", max_tokens=64, max_retries=0)
+    return AnthropicLLM(client, model="claude-sonnet-5-5", max_tokens=64, max_retries=0)
 
 
 @pytest.fixture
@@ -86,7 +86,7 @@ async def test_the_model_bootstrap_builds_from_a_real_key_is_refused(
 async def test_a_loopback_fake_still_answers(fake: FakeAnthropic) -> None:
     fake.plan(Turn((Text("hello from the fake"),)))
     client = anthropic.AsyncAnthropic(api_key=fake.api_key, base_url=fake.base_url)
-    llm = AnthropicLLM(client, model="claude-sonnet-4-5", max_tokens=64)
+    llm = AnthropicLLM(client, model="claude-sonnet-5-5", max_tokens=64)
 
     items = [item async for item in llm.stream(ASK)]
     await llm.aclose()
