@@ -19,6 +19,7 @@ from eventsourcing.postgres import (
 from nats.js import JetStreamContext
 
 from adapters.blobs.filesystem import FilesystemBlobStore
+from adapters.container import Container
 from adapters.deltas import NullDeltaSink
 from adapters.llm.anthropic import AnthropicLLM
 from adapters.llm.scripted import load_llm_spec
@@ -30,7 +31,7 @@ from adapters.postgres.active_runs import active_runs
 from adapters.postgres.eventstore import eventstore_env
 from adapters.services import Services
 from adapters.settings import Settings
-from adapters.system import Container, Engine, System
+from adapters.system import Engine, System
 from application.accounts import AccountService
 from application.bridge import SyncBridge
 from application.manual_tools import ManualTools

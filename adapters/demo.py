@@ -8,7 +8,8 @@ from typing import assert_never
 from uuid import UUID, uuid4
 
 from adapters.bootstrap import replay_engine
-from adapters.system import Container, Engine, System
+from adapters.container import Container
+from adapters.system import Engine, System
 from application.replay import ReplayReport, replay
 from domain.events import SessionEvent
 from domain.session import AgentSession as S

@@ -6,22 +6,19 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from eventsourcing.postgres import PostgresApplicationRecorder
 from nats.aio.client import Client as NATS
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 
+from adapters.container import Container
 from adapters.nats.connection import connect_nats
 from adapters.nats.feed import JetStreamFeed
 from adapters.nats.relay import Relay
 from adapters.nats.stream import EventStream
 from projections.runner import ProjectionRunner
 from projections.view import ProjectionError
-
-if TYPE_CHECKING:
-    from adapters.system import Container
 
 
 @dataclass

@@ -27,8 +27,8 @@ from uuid import UUID
 import httpx
 
 from adapters.bootstrap import bootstrap
+from adapters.container import Container
 from adapters.settings import DOCUMENTED, Settings
-from adapters.system import Container
 from bench.harness import fresh_servers
 
 JWT_SECRET = "bench-secret-" + "x" * 32

@@ -14,7 +14,8 @@ import threading
 import time
 from uuid import uuid4
 
-from adapters.system import Container, System
+from adapters.container import Container
+from adapters.system import System
 from bench.harness import bench_system, cores, percentile
 
 BACKLOG = 20_000

@@ -20,12 +20,13 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from adapters.bootstrap import bootstrap, in_memory_sessions
+from adapters.container import Container
 from adapters.embedded import EmbeddedServers
 from adapters.llm import anthropic as anthropic_llm
 from adapters.llm.unconfigured import UnconfiguredLLM
 from adapters.services import Services
 from adapters.settings import Settings
-from adapters.system import Container, System
+from adapters.system import System
 from application.sessions import SessionService
 
 

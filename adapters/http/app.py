@@ -18,6 +18,7 @@ from litestar.middleware import DefineMiddleware
 from litestar.types import ControllerRouterHandler
 
 from adapters.bootstrap import recover_runs
+from adapters.container import Container
 from adapters.http.auth import PUBLIC, BearerTokenAuthentication
 from adapters.http.auth_routes import AuthController, WorkspaceController
 from adapters.http.chat import ChatController
@@ -35,7 +36,7 @@ from adapters.http.tools import ToolController
 from adapters.http.uploads import UploadController
 from adapters.nats.session_feed import SessionFeed
 from adapters.services import Services
-from adapters.system import Container, Engine
+from adapters.system import Engine
 from projections.accounts import AccountsView, WorkspaceDirectory
 from projections.confirmations import ConfirmationsView
 from projections.sessions import SessionsView

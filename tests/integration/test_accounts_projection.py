@@ -11,8 +11,8 @@ from uuid import UUID
 import pytest
 from eventsourcing.persistence import StoredEvent
 
+from adapters.container import Container
 from adapters.services import Services
-from adapters.system import Container
 from application.accounts import AccountService, Registration
 from projections.accounts import AccountsView, MemberRow, WorkspaceDirectory
 from projections.rebuild import rebuild

@@ -6,8 +6,8 @@ from uuid import UUID, uuid4
 
 import pytest
 
+from adapters.container import Container
 from adapters.postgres.active_runs import active_runs
-from adapters.system import Container
 from application.sessions import SessionService
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from adapters.system import Container
+from adapters.container import Container
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

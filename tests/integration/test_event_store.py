@@ -7,7 +7,7 @@ from uuid import uuid4
 
 import pytest
 
-from adapters.system import Container
+from adapters.container import Container
 from domain.errors import Conflict, SessionNotFound
 
 pytestmark = pytest.mark.integration

@@ -8,8 +8,8 @@ from uuid import UUID, uuid4
 import pytest
 from eventsourcing.persistence import StoredEvent
 
+from adapters.container import Container
 from adapters.services import Services
-from adapters.system import Container
 from domain.conversation import ModelTurn, TextBlock, Usage
 from projections.rebuild import rebuild
 from projections.runner import ProjectionRunner

@@ -9,7 +9,7 @@ from uuid import uuid4
 
 import pytest
 
-from adapters.system import Container
+from adapters.container import Container
 
 pytestmark = pytest.mark.integration
 

@@ -11,9 +11,9 @@ from uuid import UUID, uuid4
 import psycopg
 import pytest
 
+from adapters.container import Container
 from adapters.embedded import EmbeddedNats
 from adapters.services import Services
-from adapters.system import Container
 from tests.integration.support import eventually, stream_notification_ids
 
 pytestmark = pytest.mark.integration

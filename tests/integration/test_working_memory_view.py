@@ -8,8 +8,8 @@ from uuid import UUID, uuid4
 
 import pytest
 
+from adapters.container import Container
 from adapters.services import Services
-from adapters.system import Container
 from domain.events import SessionEvent
 from domain.values import Citation, PlanItem
 from domain.working_memory import WorkingMemoryState, fold_all

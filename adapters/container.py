@@ -1,0 +1,51 @@
+"""The write side, the read models and the bridge between them and async code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from uuid import UUID
+
+from eventsourcing.application import Application
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresTrackingRecorder
+
+from adapters.settings import Settings
+from application.accounts import AccountService
+from application.bridge import SyncBridge
+from application.sessions import SessionService
+from projections.accounts import AccountsView
+from projections.view import View
+
+
+@dataclass
+class Container:
+    """The write side, the read models and the bridge between them and async code."""
+
+    settings: Settings
+    database_url: str
+    nats_url: str
+    sessions: SessionService
+    views: dict[str, View]
+    checkpoints: PostgresTrackingRecorder
+    bridge: SyncBridge
+    accounts: AccountService
+
+    @property
+    def recorder(self) -> PostgresApplicationRecorder:
+        recorder = self.sessions.recorder
+        assert isinstance(recorder, PostgresApplicationRecorder)
+        return recorder
+
+    @property
+    def accounts_recorder(self) -> PostgresApplicationRecorder:
+        recorder = self.accounts.recorder
+        assert isinstance(recorder, PostgresApplicationRecorder)
+        return recorder
+
+    def log_of(self, view: str) -> Application[UUID]:
+        """The application whose event log feeds the read model named `view`."""
+        return self.accounts if view == AccountsView.name else self.sessions
+
+    def close(self) -> None:
+        self.bridge.close()
+        self.sessions.close()
+        self.accounts.close()
