@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
+from argon2 import PasswordHasher
 from eventsourcing.postgres import (
     PostgresFactory,
     PostgresTrackingRecorder,
@@ -32,7 +33,7 @@ from adapters.postgres.eventstore import eventstore_env
 from adapters.services import Services
 from adapters.settings import Settings
 from adapters.system import Engine, System
-from application.accounts import AccountService
+from application.accounts import THIRTY_DAYS, AccountService
 from application.bridge import SyncBridge
 from application.manual_tools import ManualTools
 from application.ports import LLM, BlobStore, DeltaSink, LLMNotConfigured, TokenCounter
@@ -150,6 +151,25 @@ def replay_engine(like: AgentRunner, *, tools: Iterable[AnyTool] | None = None) 
 def in_memory_sessions() -> SessionService:
     """The session service on a new, empty in-memory event store."""
     return SessionService(env=IN_MEMORY)
+
+
+def in_memory_accounts(
+    *,
+    jwt_secret: str,
+    access_ttl: int = 3600,
+    refresh_ttl: int = THIRTY_DAYS,
+    clock: Clock | None = None,
+    hasher: PasswordHasher | None = None,
+) -> AccountService:
+    """The accounts service on a new, empty in-memory event store."""
+    return AccountService(
+        env=IN_MEMORY,
+        jwt_secret=jwt_secret,
+        access_ttl=access_ttl,
+        refresh_ttl=refresh_ttl,
+        clock=clock or time.time,
+        hasher=hasher,
+    )
 
 
 def build_llm(settings: Settings) -> LLM:

@@ -8,6 +8,7 @@ from uuid import UUID, uuid4
 
 import jsonschema_rs
 
+from adapters.bootstrap import in_memory_sessions
 from application.sessions import SessionService
 from domain.conversation import ModelTurn, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from domain.events import SessionEvent
@@ -39,7 +40,7 @@ def without_timestamps(document: object) -> object:
 
 def one_of_each() -> list[SessionEvent]:
     """A session whose log holds at least one event of every class (in-memory store)."""
-    app = SessionService(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    app = in_memory_sessions()
     sid = app.start_session(workspace_id=uuid4(), owner_id=uuid4(), title="Every event").session_id
     app.append_user_message(sid, "hello", attachments=["sha256:abc"])
     run = uuid4()

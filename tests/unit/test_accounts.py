@@ -11,6 +11,7 @@ import jwt
 import pytest
 from argon2 import PasswordHasher
 
+from adapters.bootstrap import in_memory_accounts
 from application.accounts import AccountService, Registration
 from application.tokens import Claims
 from domain.account_errors import (
@@ -57,8 +58,7 @@ class CountingHasher(PasswordHasher):
 def make_app(
     clock: FakeClock | None = None, secret: str = SECRET, hasher: PasswordHasher | None = None
 ) -> AccountService:
-    return AccountService(
-        env={"PERSISTENCE_MODULE": "eventsourcing.popo"},
+    return in_memory_accounts(
         jwt_secret=secret,
         access_ttl=600,
         refresh_ttl=3600,

@@ -11,6 +11,7 @@ from uuid import UUID
 import pytest
 from eventsourcing.persistence import StoredEvent
 
+from adapters.bootstrap import in_memory_accounts
 from application.accounts import AccountService
 from domain.accounts import AccountEvent, Organization, TokenFamily, User
 
@@ -72,7 +73,7 @@ def expected_states() -> dict[UUID, State]:
 @pytest.fixture
 def app() -> AccountService:
     """A fresh in-memory accounts application holding the fixture's stored events."""
-    app = AccountService(env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, jwt_secret="s" * 32)
+    app = in_memory_accounts(jwt_secret="s" * 32)
     app.recorder.insert_events(stored_events())
     return app
 
