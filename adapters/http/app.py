@@ -101,6 +101,7 @@ def create_app(
         ],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         lifespan=[lifespan],
+        on_shutdown=[idempotency.close],  # this process's Idempotency-Key leases
         request_max_body_size=MAX_BODY,
         openapi_config=openapi_config(),
     )

@@ -6,7 +6,9 @@ the same key, method, path and body gets that stored answer (`Idempotent-Replaye
 true`). Another request under the key while the first runs: 409
 `IDEMPOTENCY_IN_PROGRESS`; the key with a different request: 422
 `IDEMPOTENCY_KEY_REUSED`. A 5xx (or a request that never answered) gives the key back,
-so the client can retry. Keys are the user's own and expire after 24 hours.
+so the client can retry. A claim belongs to a live process (`lease_owner.py`): one whose
+process died is taken over at once, so a retry after a crash and restart runs (or gets
+the recorded answer), never 409. Keys are the user's own and expire after 24 hours.
 
 A chat message answers with a stream, which cannot be stored: its key is stored as
 "streamed" when the stream starts, and the retry goes on to the handler, which finds
@@ -21,8 +23,9 @@ import hashlib
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
+import psycopg
 from eventsourcing.postgres import PostgresDatastore
 from litestar import Request
 from litestar.datastructures import State
@@ -31,6 +34,7 @@ from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, HTTPScope, Message, Receive, Scope, Send
 
 from adapters.http.errors import ApiError
+from adapters.http.lease_owner import OWNER_GONE, SPACE, Connect, LeaseOwner
 from adapters.http.limits import caller_key
 from application.bridge import SyncBridge
 
@@ -38,7 +42,7 @@ HEADER = "idempotency-key"
 VALID_KEY = re.compile(r"[\x20-\x7e]{1,255}")  # printable ASCII
 COVERED = re.compile(r"^/api/v1/(?!auth/)(?!sessions/[^/]+/attachments$)")
 EXPIRY = 24 * 3600.0  # seconds a key is remembered
-LEASE = 300.0  # seconds after which a claim whose request never answered is abandoned
+LEASE = 300.0  # seconds after which a claim with no owner (written before owners) is abandoned
 SWEEP_EVERY = 600.0  # seconds between deletions of expired keys (per process)
 STREAM = b"text/event-stream"
 
@@ -56,17 +60,21 @@ CREATE = (
         PRIMARY KEY (user_key, key)
     )""",
     "CREATE INDEX IF NOT EXISTS idempotency_keys_by_age ON idempotency_keys (created_at)",
+    "ALTER TABLE idempotency_keys ADD COLUMN IF NOT EXISTS owner bigint",  # the claiming process
 )
 
-# Claim a new key, or take over an expired one or one whose request never answered.
-CLAIM = """
-    INSERT INTO idempotency_keys AS k (user_key, key, method, path, request_hash)
-    VALUES (%(user)s, %(key)s, %(method)s, %(path)s, %(hash)s)
+# Claim a new key, or take over an expired one or one whose claiming process is gone.
+CLAIM = f"""
+    INSERT INTO idempotency_keys AS k (user_key, key, method, path, request_hash, owner)
+    VALUES (%(user)s, %(key)s, %(method)s, %(path)s, %(hash)s, %(owner)s)
     ON CONFLICT (user_key, key) DO UPDATE
        SET method = EXCLUDED.method, path = EXCLUDED.path, request_hash = EXCLUDED.request_hash,
-           status = NULL, content_type = NULL, body = NULL, created_at = now()
+           status = NULL, content_type = NULL, body = NULL, created_at = now(),
+           owner = EXCLUDED.owner
      WHERE k.created_at < now() - make_interval(secs => %(expiry)s)
-        OR (k.status IS NULL AND k.created_at < now() - make_interval(secs => %(lease)s))
+        OR (k.status IS NULL AND k.owner IS NULL
+            AND k.created_at < now() - make_interval(secs => %(lease)s))
+        OR (k.status IS NULL AND k.owner IS NOT NULL AND {OWNER_GONE})
     RETURNING 1
 """
 
@@ -88,7 +96,12 @@ class IdempotencyStore:
 
     def __init__(self, datastore: PostgresDatastore) -> None:
         self.datastore = datastore
+        self.owner = LeaseOwner(_connector(datastore))
         self._next_sweep = 0.0
+
+    def close(self) -> None:
+        """Let go of this process's leases (a process that dies lets go by itself)."""
+        self.owner.close()
 
     def create_table(self) -> None:
         with self.datastore.transaction(commit=True) as curs:
@@ -105,6 +118,8 @@ class IdempotencyStore:
             "hash": request_hash,
             "expiry": EXPIRY,
             "lease": LEASE,
+            "owner": self.owner.ensure(),
+            "space": SPACE,
         }
         self._sweep()
         for _ in range(3):  # the holder may give the key back between our two statements
@@ -151,6 +166,18 @@ class IdempotencyStore:
                 "DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(secs => %s)",
                 (EXPIRY,),
             )
+
+
+def _connector(datastore: PostgresDatastore) -> Connect:
+    """Opens a connection of its own (outside the pool) with the datastore's parameters."""
+    kwargs = datastore.pool.kwargs
+    assert isinstance(kwargs, dict)
+    params = {k: v for k, v in kwargs.items() if k != "row_factory"}
+
+    def connect() -> psycopg.Connection[tuple[Any, ...]]:
+        return psycopg.Connection.connect(**params)
+
+    return connect
 
 
 def request_hash(scope: HTTPScope, body: bytes) -> str:
