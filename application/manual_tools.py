@@ -37,9 +37,12 @@ class ManualTools:
         self.sessions = sessions
         self.bridge = bridge
 
-    async def execute(self, session_id: UUID, name: str, args: dict[str, object]) -> ManualOutcome:
+    async def execute(
+        self, session_id: UUID, name: str, args: dict[str, object], *, tool_use_id: str = ""
+    ) -> ManualOutcome:
+        """Run the call (`tool_use_id` given: the recorded one, as a replay does)."""
         state = await self._state(session_id)
-        tool_use_id = f"{MANUAL_PREFIX}{uuid.uuid4().hex}"
+        tool_use_id = tool_use_id or f"{MANUAL_PREFIX}{uuid.uuid4().hex}"
         use: ToolUseContent = {"type": "tool_use", "id": tool_use_id, "name": name, "input": args}
         if await self.tool_calls.request(state, use) == "suspended":
             return ManualOutcome(

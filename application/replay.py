@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields
 from typing import assert_never, cast
 from uuid import UUID
 
+from application.manual_tools import ManualTools
 from application.ports import LLM, BlobStore, LLMError
 from application.run_state import RunState
 from application.runner import AgentRunner
@@ -23,7 +24,7 @@ from application.runs import internal_failure
 from application.sessions import SessionService
 from application.tool_calls import ToolCalls
 from application.tools.registry import ToolRegistry
-from domain.context import content_block
+from domain.context import MANUAL_PREFIX, content_block
 from domain.conversation import (
     ModelRequest,
     ModelTurn,
@@ -192,7 +193,15 @@ async def _apply_next_input(
     llm: ReplayLLM,
 ) -> None:
     e = stored[at]
+    manual = _manual_call(target, sid, e)
     run_after = _apply_input(target, sid, stored, at)
+    if manual is not None:  # a person's call (`POST /mcp/tools/{name}/execute`), not a run's
+        by_hand = ManualTools(runner.tool_calls, target, runner.bridge)
+        if isinstance(e, S.ToolCallRequested):
+            await by_hand.execute(sid, e.tool, e.args, tool_use_id=manual)
+        else:
+            await by_hand.resume(sid, manual)  # its approval was just answered
+        return
     if run_after is not None:
         recovering = isinstance(e, S.RunStarted)
         await _drive(runner, llm, sid, run_after, recovering=recovering)
@@ -237,6 +246,18 @@ def _apply_input(
         case _:
             assert_never(e)
     return None
+
+
+def _manual_call(target: SessionService, sid: UUID, e: SessionEvent) -> str | None:
+    """The tool use id of a call made by hand that `e` requests or answers, if it is one."""
+    match e:
+        case S.ToolCallRequested(tool_use_id=tool_use_id):
+            pass
+        case S.ConfirmationGiven(action_id=action_id):
+            tool_use_id = target.get_session(sid).pending_confirmations.get(action_id, "")
+        case _:
+            return None
+    return tool_use_id if tool_use_id.startswith(MANUAL_PREFIX) else None
 
 
 def _is_stop(e: SessionEvent) -> bool:

@@ -142,3 +142,29 @@ async def test_a_fork_mid_run_starts_idle(tmp_path: Path) -> None:
     child = engine.sessions.get_session(fork.session_id)
     assert child.active_run is None and child.status == "stopped"
     assert engine.events(fork.session_id, "ToolResultRecorded")[-1].status == "interrupted"  # type: ignore[attr-defined]
+
+
+async def test_replay_reproduces_calls_made_by_hand(tmp_path: Path) -> None:
+    """`POST /mcp/tools/{name}/execute` records `manual_` calls: replay applies them as inputs."""
+    engine = make_engine(scripted({"text": "hello"}, {"text": "again"}), tmp_path)
+    manual = engine.scheduler.manual
+    assert manual is not None
+    sid = await engine.new_session()
+    await engine.scheduler.send_message(sid, "hi")
+    await engine.scheduler.wait(sid)
+    noted = await manual.execute(sid, "note_progress", {"text": "by hand"})
+    assert noted.status == "success" and noted.tool_use_id.startswith("manual_")
+    asked = await manual.execute(sid, "delete_file", {"path": "/tmp/x"})
+    assert asked.status == "confirm_required" and asked.action_id is not None
+    await engine.scheduler.confirm(sid, asked.action_id, True, None, "alice")
+    refused = await manual.execute(sid, "delete_file", {"path": "/tmp/y"})
+    assert refused.action_id is not None
+    await engine.scheduler.confirm(sid, refused.action_id, False, "no", "alice")
+    await engine.scheduler.send_message(sid, "more")
+    await engine.scheduler.wait(sid)
+    kinds = engine.kinds(sid)
+    assert kinds.count("ToolCallRequested") == 3 and kinds[-1] == "RunCompleted"
+
+    report = await replay_of(engine, sid)
+    assert report.identical, report.divergence
+    assert report.events == len(kinds)
