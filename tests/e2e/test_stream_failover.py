@@ -1,0 +1,96 @@
+"""Open streams go on through a NATS outage, from the store, and back to NATS after it.
+
+The server runs on a NATS server the test owns. A chat stream and a session stream are
+open when NATS stops mid-run: the chat stream still ends in `done` and the session
+stream gets every stored version once, in order. NATS comes back on the same port: the
+next run's live chunks (which only NATS carries) reach the same session stream, and
+its ids still run 1..N with no gap and no repeat.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+from adapters.embedded import EmbeddedNats
+from adapters.settings import Settings
+from tests.e2e.client import Server, is_event, read_sse, sign_up, wait_until
+from tests.e2e.conftest import UNLIMITED, script_path
+from tests.e2e.follower import Follower
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+def test_streams_go_on_through_a_nats_outage_and_live_again_after_it(
+    database_url: str, settings: Settings, data_root: Path
+) -> None:
+    nats_root = data_root / f"outage-nats-{uuid.uuid4().hex[:8]}"
+    nats = EmbeddedNats(nats_root)
+    nats_url = nats.start()
+    server = Server(
+        database_url, nats_url, settings.nats_stream, data_root / f"e2e-{uuid.uuid4().hex[:6]}",
+        script=script_path("outage"), extra_env=UNLIMITED,
+    )  # fmt: skip
+    try:
+        server.start()
+        account = sign_up(server.client(), "outage@example.com")
+        token = str(account["access_token"])
+        http = server.client(token)
+        sid = new_session(http, account["workspace_id"])
+        wait_until(lambda: nats_ready(http), timeout=30)
+        session = follow(server, token, "GET", f"/api/v1/sessions/{sid}/stream")
+        session.wait_for_ids(1)
+
+        chat = follow(server, token, "POST", f"/api/v1/chat/{sid}/message", json={"content": "go"})
+        chat.wait_for_ids(3)
+        nats.stop()  # in the middle of the run
+        chat.finish(timeout=60)
+        assert chat.events[-1].event == "done", [e.event for e in chat.events[-3:]]
+        assert chat.events[-1].data["status"] == "completed"
+        final = log_versions(http, sid)[-1]
+        assert chat.ids == list(range(chat.ids[0], final + 1)), chat.ids
+        session.wait_for_ids(final)
+        assert session.ids == list(range(1, final + 1)), session.ids
+
+        nats = EmbeddedNats(nats_root, port=nats.port)
+        nats.start()
+        wait_until(lambda: nats_ready(http), timeout=30)
+        seen = len(session.events)
+        again = read_sse(
+            http, "POST", f"/api/v1/chat/{sid}/message", json={"content": "and now?"},
+            until=is_event("done", "error"), timeout=30,
+        )  # fmt: skip
+        assert again.events[-1].event == "done", again.events[-1]
+        final = log_versions(http, sid)[-1]
+        session.wait_for_ids(final)
+        assert session.ids == list(range(1, final + 1)), session.ids
+        live = [e for e in session.events[seen:] if e.event == "content" and e.id is None]
+        assert live, "once NATS is back the session stream carries live chunks again"
+    finally:
+        server.stop()
+        nats.stop()
+
+
+def nats_ready(http: httpx.Client) -> bool:
+    return bool(http.get("/readiness").json()["checks"]["nats"] == "ok")
+
+
+def follow(server: Server, token: str, method: str, url: str, **kwargs: object) -> Follower:
+    follower = Follower(server.url, token, method, url, **kwargs)
+    follower.start()
+    return follower
+
+
+def new_session(http: httpx.Client, workspace_id: object) -> str:
+    created = http.post("/api/v1/sessions/", json={"workspace_id": str(workspace_id)})
+    assert created.status_code == 201, created.text
+    return str(created.json()["id"])
+
+
+def log_versions(http: httpx.Client, sid: str) -> list[int]:
+    page = http.get(f"/api/v1/sessions/{sid}/events", params={"limit": 1000})
+    assert page.status_code == 200, page.text
+    return [i["version"] for i in page.json()["items"]]
