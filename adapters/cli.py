@@ -87,20 +87,17 @@ def _system(
 
 
 def _serve(settings: Settings, _: argparse.Namespace) -> None:
-    import uvicorn
+    """Serve until SIGTERM or SIGINT, then stop accepting, end the open streams, wait up
+    to the grace period for requests in flight, and stop what this process started.
 
-    from adapters.http.app import create_app
+    A signal before or after uvicorn serves is a KeyboardInterrupt, so the servers are
+    stopped on the way out then too.
+    """
+    from adapters.http.server import serve
 
-    with _system(settings) as system:
-        app = create_app(system.container, system.services, system.engine)
-        config = uvicorn.Config(
-            app, host=settings.host, port=settings.port, log_level=settings.log_level.lower()
-        )
-        # uvicorn drains on SIGINT/SIGTERM and then raises the signal again; make that
-        # a KeyboardInterrupt, so the embedded servers are stopped on the way out.
-        signal.signal(signal.SIGTERM, _interrupt)
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(uvicorn.Server(config).serve())
+    signal.signal(signal.SIGTERM, _interrupt)
+    with contextlib.suppress(KeyboardInterrupt), _system(settings) as system:
+        asyncio.run(serve(system, settings))
 
 
 def _relay(settings: Settings, _: argparse.Namespace) -> None:

@@ -58,6 +58,11 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "SSE connections (chat runs, session streams) a user may hold open at once, per process",
     ),
     "TOKENDANCE_UPLOADS_PER_MINUTE": ("10", "file uploads per minute per user, per process"),
+    "TOKENDANCE_SHUTDOWN_GRACE": (
+        "10",
+        "seconds `serve` waits, on SIGTERM or Ctrl-C, for requests in flight before it "
+        "stops (open streams end at once; their clients resume from `Last-Event-ID`)",
+    ),
 }
 
 
@@ -88,6 +93,7 @@ class Settings:
     rate_limit_per_minute: int = int(_default("TOKENDANCE_RATE_LIMIT_PER_MINUTE"))
     max_streams_per_user: int = int(_default("TOKENDANCE_MAX_STREAMS_PER_USER"))
     uploads_per_minute: int = int(_default("TOKENDANCE_UPLOADS_PER_MINUTE"))
+    shutdown_grace: int = int(_default("TOKENDANCE_SHUTDOWN_GRACE"))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -123,6 +129,7 @@ class Settings:
             uploads_per_minute=_limit(
                 get("TOKENDANCE_UPLOADS_PER_MINUTE"), "TOKENDANCE_UPLOADS_PER_MINUTE"
             ),
+            shutdown_grace=_seconds(get("TOKENDANCE_SHUTDOWN_GRACE"), "TOKENDANCE_SHUTDOWN_GRACE"),
         )
 
     def override(self, **changes: object) -> Settings:
@@ -158,6 +165,13 @@ def _int(value: str, name: str) -> int:
         return int(value)
     except ValueError:
         raise SystemExit(f"{name} must be an integer, not {value!r}") from None
+
+
+def _seconds(value: str, name: str) -> int:
+    seconds = _int(value, name)
+    if seconds < 0:
+        raise SystemExit(f"{name} must be at least 0, not {seconds}")
+    return seconds
 
 
 def _limit(value: str, name: str) -> int:

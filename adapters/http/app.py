@@ -74,6 +74,7 @@ def create_app(
     factory = container.sessions.factory
     assert isinstance(factory, PostgresFactory)
     idempotency = IdempotencyStore(factory.datastore)
+    feed = _session_feed(container, services)
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
@@ -84,6 +85,7 @@ def create_app(
         try:
             yield
         finally:
+            feed.close()  # open streams end; their clients resume from their last id
             recovery.cancel()
             await engine.scheduler.close()  # runs stay active in the log; the next start resumes
             await waiter.stop()
@@ -91,7 +93,7 @@ def create_app(
 
     app = Litestar(
         route_handlers=[*HANDLERS, docs_assets()],
-        dependencies=_dependencies(container, services, engine, views, access, probes),
+        dependencies=_dependencies(container, feed, engine, views, access, probes),
         # Outermost first: metrics see every answer; limits and idempotency know the user.
         middleware=[
             MetricsMiddleware(metrics := Metrics(probes, limits)),
@@ -109,7 +111,24 @@ def create_app(
     app.state.access = access
     app.state.metrics = metrics
     app.state.waiter = waiter
+    app.state.feed = feed
     return app
+
+
+def end_streams(app: Litestar) -> None:
+    """End every open SSE stream now (shutting down); a client resumes from its last id."""
+    feed = app.state.feed
+    assert isinstance(feed, SessionFeed)
+    feed.close()
+
+
+def _session_feed(container: Container, services: Services) -> SessionFeed:
+    return SessionFeed(
+        sessions=container.sessions,
+        bridge=container.bridge,
+        connection=lambda: services.nats,
+        stream=container.settings.nats_stream,
+    )
 
 
 def _read_models(container: Container, waiter: ViewWaiter) -> ReadModels:
@@ -137,15 +156,9 @@ def _log_recorder(container: Container, view: str) -> PostgresApplicationRecorde
 
 
 def _dependencies(
-    container: Container, services: Services, engine: Engine, views: ReadModels, access: Access,
+    container: Container, feed: SessionFeed, engine: Engine, views: ReadModels, access: Access,
     probes: Probes,
 ) -> dict[str, Provide]:  # fmt: skip
-    feed = SessionFeed(
-        sessions=container.sessions,
-        bridge=container.bridge,
-        connection=lambda: services.nats,
-        stream=container.settings.nats_stream,
-    )
     provided: dict[str, object] = {
         "sessions": container.sessions,
         "accounts": container.accounts,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -61,6 +62,7 @@ class Server:
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
+    stderr: Path | None = None  # where the server's stderr goes (default: the test's)
 
     @property
     def url(self) -> str:
@@ -81,9 +83,13 @@ class Server:
         )
         if self.script is not None:
             env["TOKENDANCE_LLM"] = f"scripted:{self.script}"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "adapters.cli", "serve", "--port", str(self.port)], env=env
-        )
+        with contextlib.ExitStack() as files:
+            err = files.enter_context(self.stderr.open("ab")) if self.stderr else None
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "adapters.cli", "serve", "--port", str(self.port)],
+                env=env,
+                stderr=err,
+            )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -1,0 +1,65 @@
+"""`serve`'s HTTP server: uvicorn, which ends the app's open streams when told to stop.
+
+On SIGTERM or SIGINT uvicorn stops accepting, then waits for the requests in flight. An
+SSE stream never ends by itself, so the app is told at once (`end_streams`: each stream
+ends, and its client resumes from `Last-Event-ID`); what still runs after the grace
+period (`TOKENDANCE_SHUTDOWN_GRACE`) is cancelled. Then the app's lifespan stops the
+runs (they stay active in the log, and the next start resumes them) and the background
+services, and `serve` returns. uvicorn itself would raise the signal again once drained;
+that would end the process before it stops the servers it started, so it does not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from types import FrameType
+
+import uvicorn
+
+from adapters.http.app import create_app, end_streams
+from adapters.settings import Settings
+from adapters.system import System
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, on_exit: Callable[[], object]) -> None:
+        super().__init__(config)
+        self._on_exit = on_exit
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        self._on_exit()
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """uvicorn's, without raising the signal again when the server has drained."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        originals = {sig: signal.signal(sig, self.handle_exit) for sig in SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in originals.items():
+                signal.signal(sig, handler)
+
+
+async def serve(system: System, settings: Settings) -> None:
+    """The API over `system` until SIGTERM or SIGINT, then a graceful stop (see above)."""
+    app = create_app(system.container, system.services, system.engine)
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level.lower(),
+        timeout_graceful_shutdown=settings.shutdown_grace,
+    )
+    loop = asyncio.get_running_loop()
+    # A signal handler runs between two steps of the loop: hand the work to the loop.
+    await _Server(config, lambda: loop.call_soon_threadsafe(end_streams, app)).serve()
