@@ -25,7 +25,7 @@ from adapters.deltas import NullDeltaSink
 from adapters.llm.anthropic import AnthropicLLM
 from adapters.llm.scripted import load_llm_spec
 from adapters.llm.tokens import TiktokenCounter
-from adapters.llm.unconfigured import UnconfiguredLLM
+from adapters.llm.unconfigured import HOW_TO_CONFIGURE, UnconfiguredLLM
 from adapters.nats.live import NatsDeltaSink
 from adapters.nats.stream import EventStream
 from adapters.postgres.active_runs import active_runs
@@ -179,6 +179,7 @@ def build_llm(settings: Settings) -> LLM:
     try:
         return AnthropicLLM.from_env(model=settings.model, max_tokens=settings.max_tokens)
     except LLMNotConfigured:
+        log.warning(HOW_TO_CONFIGURE)  # one line at start: what is missing, what to set
         return UnconfiguredLLM()
 
 

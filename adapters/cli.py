@@ -15,6 +15,7 @@ from uuid import UUID
 
 from adapters.bootstrap import bootstrap
 from adapters.embedded import EmbeddedServers
+from adapters.llm.scripted import check_llm_spec
 from adapters.settings import Settings
 from adapters.system import System
 
@@ -30,6 +31,8 @@ def main(argv: list[str] | None = None) -> None:
         level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     logging.getLogger("pgserver").setLevel(logging.WARNING)
+    if problem := check_llm_spec(settings.llm):  # a malformed script: refused before starting
+        sys.exit(f"tokendance: {problem}")
     args.func(settings, args)
 
 

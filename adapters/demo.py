@@ -114,9 +114,20 @@ async def _report(container: Container, engine: Engine, session_id: UUID) -> boo
             f"({row.message_count} messages, {row.tool_call_count} tool calls, "
             f"{row.failure_count} failures)"
         )
+    print(f"\n== answer ==\n{textwrap.indent(final_answer(events) or '(none)', '  ')}")
     report = await replay_events(engine, events)
     print_replay(report)
     return report.identical
+
+
+def final_answer(events: Sequence[SessionEvent]) -> str:
+    """The text of the last assistant turn that has any: what the user is told."""
+    for e in reversed(events):
+        if isinstance(e, S.AssistantTurnRecorded):
+            text = "".join(str(b.get("text", "")) for b in e.content if b["type"] == "text")
+            if text.strip():
+                return text.strip()
+    return ""
 
 
 async def replay_events(engine: Engine, events: Sequence[SessionEvent]) -> ReplayReport:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 from uuid import UUID
 
@@ -23,7 +23,7 @@ from application.sessions import SessionService
 from application.tool_calls import ToolCalls
 from application.tools.registry import ToolRegistry
 from domain.context import ContextBuilder, ContextFrame, fold_messages
-from domain.conversation import Message, ModelRequest, ModelTurn, TextBlock
+from domain.conversation import SESSION_KEY, Message, ModelRequest, ModelTurn, TextBlock
 from domain.policies import REBOOT_QUESTIONS, needs_compaction
 from domain.values import SessionSettings
 
@@ -180,18 +180,20 @@ class AgentRunner:
         history = fold_messages([e for e in state.log if e.originator_version <= through])
         ask = Message("user", (TextBlock(COMPACTION_PROMPT),))
         request = ModelRequest(frame.system, (), (*history, ask), model=frame.model)
-        turn, _ = await self._stream(None, request)
+        turn, _ = await self._stream(state.session_id, request, live=False)
         return turn.text
 
     async def _stream(
-        self, session_id: UUID | None, request: ModelRequest
+        self, session_id: UUID, request: ModelRequest, *, live: bool = True
     ) -> tuple[ModelTurn, int]:
+        """One model call for the session; its deltas go out live unless `live` is off."""
         started = time.perf_counter()
         turn: ModelTurn | None = None
-        async for item in self.llm.stream(request):
+        metadata = {**request.metadata, SESSION_KEY: str(session_id)}
+        async for item in self.llm.stream(replace(request, metadata=metadata)):
             if isinstance(item, ModelTurn):
                 turn = item
-            elif session_id is not None:
+            elif live:
                 await self.deltas.publish(session_id, item)
         if turn is None:
             raise LLMError("the model's stream ended without a finished turn", retryable=True)

@@ -94,6 +94,9 @@ class ToolSpec:
     input_schema: dict[str, object]
 
 
+SESSION_KEY = "session_id"  # `ModelRequest.metadata` key: the session a call is made for
+
+
 @dataclass(frozen=True)
 class ModelRequest:
     """Everything one model call needs; a pure function of the session's events."""

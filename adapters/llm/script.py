@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,11 +150,46 @@ def parse_script(raw: object, source: str = "") -> tuple[str, tuple[ScriptedTurn
 
 
 def load_script(path: Path) -> tuple[str, tuple[ScriptedTurn, ...]]:
-    """A YAML script file -> (model name, turns)."""
+    """A YAML script file -> (model name, turns); errors say `file:line: where: what`."""
     try:
-        raw: object = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ScriptError(f"{path}: cannot read script ({e.strerror})") from None
+    try:
+        raw: object = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise ScriptError(f"{path}: invalid YAML: {e}") from None
-    return parse_script(raw, str(path))
+        mark = getattr(e, "context_mark", None) or getattr(e, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = " ".join(filter(None, (getattr(e, "context", None), getattr(e, "problem", ""))))
+        raise ScriptError(f"{path}{line}: invalid YAML: {problem or e}") from None
+    try:
+        return parse_script(raw, str(path))
+    except ScriptError as e:
+        detail = str(e).removeprefix(f"{path}: ")
+        raise ScriptError(f"{path}:{_line_of(text, detail)}: {detail}") from None
+
+
+_STEP = re.compile(r"\[(\d+)\]|\.?([A-Za-z_]+)")
+
+
+def _line_of(text: str, detail: str) -> int:
+    """The line (1-based) of the deepest node a message's `turns[2].usage.input` names."""
+    node: yaml.Node = yaml.compose(text) or yaml.ScalarNode("tag:yaml.org,2002:null", "")
+    where = re.match(r"(turns(?:\[\d+\]|\.[A-Za-z_]+)*)", detail)
+    for index, key in _STEP.findall(where.group(1) if where else ""):
+        if key == "turns" and isinstance(node, yaml.SequenceNode):
+            continue  # a bare list of turns
+        child = _child(node, int(index) if index else key)
+        if child is None:
+            break
+        node = child
+    return node.start_mark.line + 1
+
+
+def _child(node: yaml.Node, step: int | str) -> yaml.Node | None:
+    if isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
+        child: yaml.Node = node.value[step]
+        return child
+    if isinstance(node, yaml.MappingNode):
+        return next((v for k, v in node.value if k.value == step), None)
+    return None

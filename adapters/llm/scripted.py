@@ -1,16 +1,22 @@
 """A deterministic model for tests, demos and offline runs (`ScriptedLLM`).
 
 Drive it with a script (see `adapters/llm/script.py` for the format: YAML or a list of
-dicts, one turn per model call) or with a function of the request. Each `stream` call
-takes the next turn as soon as it starts, so concurrent calls get distinct turns in
-call order, and a cancelled call has still used its turn (like a real model, a retry
-gets a fresh answer).
+dicts, one turn per model call) or with a function of the request. Each session plays
+the script from its own position (the request names its session in
+`metadata["session_id"]`; calls that name none share one position), so sessions never
+take each other's turns. Each `stream` call takes the session's next turn as soon as it
+starts, so concurrent calls get distinct turns in call order, and a cancelled call has
+still used its turn (like a real model, a retry gets a fresh answer). A script loaded
+for a server (`repeat`) starts again from its first turn when a session has played it
+all, so every chat of every session gets an answer; the tool ids of a repetition get a
+suffix (`toolu_plan_2`), as ids are unique in a session.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import inspect
 import json
 import re
@@ -29,6 +35,7 @@ from adapters.llm.script import (
 from adapters.llm.tokens import CharRatioTokenCounter, count_request
 from application.ports import LLMError, TokenCounter
 from domain.conversation import (
+    SESSION_KEY,
     ModelRequest,
     ModelTurn,
     StreamItem,
@@ -40,7 +47,7 @@ from domain.conversation import (
     Usage,
 )
 
-__all__ = ["ScriptError", "ScriptedLLM", "load_llm_spec"]
+__all__ = ["ScriptError", "ScriptedLLM", "check_llm_spec", "load_llm_spec"]
 
 # Splits before each word that follows whitespace, so chunks join back exactly.
 _WORD_BOUNDARY = re.compile(r"(?<=\s)(?=\S)")
@@ -54,18 +61,33 @@ def _chunks(text: str) -> Iterator[str]:
     return (chunk for chunk in _WORD_BOUNDARY.split(text) if chunk)
 
 
-class _Script:
-    """Plays turns in order; a callable so scripts and functions share one path."""
+def session_of(request: ModelRequest) -> str:
+    """The session a request is for, as the runner names it ("" if it names none)."""
+    return request.metadata.get(SESSION_KEY, "")
 
-    def __init__(self, turns: Sequence[ScriptedTurn]) -> None:
+
+class _Script:
+    """Plays turns in order, per session; a callable so scripts and functions share one path."""
+
+    def __init__(self, turns: Sequence[ScriptedTurn], *, repeat: bool = False) -> None:
         self._turns = list(turns)
-        self._next = 0
+        self._played: dict[str, int] = {}
+        self._repeat = repeat
 
     def __call__(self, request: ModelRequest) -> ScriptedTurn:
-        if self._next >= len(self._turns):
+        session = session_of(request)
+        played = self._played.get(session, 0)
+        if not self._turns or (played >= len(self._turns) and not self._repeat):
             raise LLMError("scripted model has no more turns", retryable=False)
-        self._next += 1
-        return self._turns[self._next - 1]
+        self._played[session] = played + 1
+        lap, at = divmod(played, len(self._turns))
+        turn = self._turns[at]
+        if lap == 0 or not turn.tool_calls:
+            return turn
+        calls = tuple(
+            dataclasses.replace(c, id=f"{c.id}_{lap + 1}") if c.id else c for c in turn.tool_calls
+        )
+        return dataclasses.replace(turn, tool_calls=calls)
 
 
 class ScriptedLLM:
@@ -81,7 +103,7 @@ class ScriptedLLM:
         self._fn = fn
         self.model = model
         self._counter: TokenCounter = counter or CharRatioTokenCounter()
-        self._tool_ids = 0
+        self._tool_ids: dict[str, int] = {}
         self._calls = 0
         self.requests: list[ModelRequest] = []
 
@@ -97,9 +119,11 @@ class ScriptedLLM:
         return cls(_Script(parsed), model=model, counter=counter)
 
     @classmethod
-    def from_yaml(cls, path: Path | str, *, counter: TokenCounter | None = None) -> ScriptedLLM:
+    def from_yaml(
+        cls, path: Path | str, *, counter: TokenCounter | None = None, repeat: bool = False
+    ) -> ScriptedLLM:
         model, parsed = load_script(Path(path))
-        return cls(_Script(parsed), model=model, counter=counter)
+        return cls(_Script(parsed, repeat=repeat), model=model, counter=counter)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         self.requests.append(request)
@@ -136,7 +160,11 @@ class ScriptedLLM:
     def _finish(self, turn: ScriptedTurn, request: ModelRequest) -> ModelTurn:
         # Ids are numbered when a turn is played, so replaying a script gives the same ids.
         tool_uses = tuple(
-            ToolUseBlock(call.id or self._new_tool_id(), call.name, copy.deepcopy(call.input))
+            ToolUseBlock(
+                call.id or self._new_tool_id(session_of(request)),
+                call.name,
+                copy.deepcopy(call.input),
+            )
             for call in turn.tool_calls
         )
         content: list[TextBlock | ThinkingBlock | ToolUseBlock] = []
@@ -149,9 +177,9 @@ class ScriptedLLM:
         usage = turn.usage or self._estimate_usage(turn, request)
         return ModelTurn(tuple(content), stop_reason, usage, self.model)
 
-    def _new_tool_id(self) -> str:
-        self._tool_ids += 1
-        return f"toolu_scripted_{self._tool_ids:04d}"
+    def _new_tool_id(self, session: str) -> str:
+        self._tool_ids[session] = number = self._tool_ids.get(session, 0) + 1
+        return f"toolu_scripted_{number:04d}"
 
     def _estimate_usage(self, turn: ScriptedTurn, request: ModelRequest) -> Usage:
         calls = [[c.name, c.input] for c in turn.tool_calls]
@@ -161,7 +189,10 @@ class ScriptedLLM:
 
 
 def load_llm_spec(spec: str, *, counter: TokenCounter | None = None) -> ScriptedLLM:
-    """Build the model named by `TOKENDANCE_LLM`; today only `scripted:<path to YAML>`."""
+    """Build the model named by `TOKENDANCE_LLM`; today only `scripted:<path to YAML>`.
+
+    A malformed script raises `ScriptError` naming the file and line.
+    """
     kind, sep, target = spec.strip().partition(":")
     if kind != "scripted" or not sep:
         raise ValueError(
@@ -173,4 +204,15 @@ def load_llm_spec(spec: str, *, counter: TokenCounter | None = None) -> Scripted
     bundled = BUNDLED_SCRIPTS / f"{path.name}.yaml"
     if path.suffix not in (".yaml", ".yml") and path.name == str(path) and bundled.exists():
         path = bundled  # a bare name (`scripted:demo`) is a script shipped with the package
-    return ScriptedLLM.from_yaml(path, counter=counter)
+    return ScriptedLLM.from_yaml(path, counter=counter, repeat=True)
+
+
+def check_llm_spec(spec: str | None) -> str | None:
+    """What is wrong with `TOKENDANCE_LLM` (a malformed script: its file and line), if any."""
+    if not spec:
+        return None
+    try:
+        load_llm_spec(spec)
+    except ValueError as e:  # ScriptError included
+        return f"TOKENDANCE_LLM={spec}: {e}"
+    return None

@@ -8,8 +8,9 @@ from application.ports import LLMNotConfigured
 from domain.conversation import ModelRequest, StreamItem
 
 HOW_TO_CONFIGURE = (
-    "no model is configured: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a proxy), "
-    "or TOKENDANCE_LLM=scripted:<script.yaml> for a scripted model"
+    "no model is configured (runs fail with LLM_NOT_CONFIGURED): set ANTHROPIC_API_KEY "
+    "(and ANTHROPIC_BASE_URL for a proxy), or TOKENDANCE_LLM=scripted:demo for the bundled "
+    "scripted model (no key needed), or TOKENDANCE_LLM=scripted:<script.yaml> for your own"
 )
 
 

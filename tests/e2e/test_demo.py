@@ -26,10 +26,15 @@ def tokendance(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_demo_runs_a_session_shows_it_and_its_replay_matches(data_root: Path) -> None:
     data_dir = data_root / "demo"
-    demo = tokendance(data_dir, "demo")
+    question = "Are heat pumps any good up north?"
+    demo = tokendance(data_dir, "demo", "--question", question)
     assert demo.returncode == 0, demo.stderr
     out = demo.stdout
+    assert f"user: {question}" in out
+    assert re.search(rf"UserMessageAppended +{re.escape(repr(question))}", out)
     assert "run ended: completed" in out
+    answer = out.split("== answer ==\n", 1)[1]
+    assert answer.startswith("  Yes: modern cold-climate heat pumps work well")
     for section in ("== event stream ==", "== task_plan.md ==", "== findings.md ==",
                     "== progress.md ==", "== token usage ==", "== replay =="):  # fmt: skip
         assert section in out

@@ -1,13 +1,22 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from adapters.bootstrap import build_llm
 from adapters.llm.scripted import ScriptedLLM, ScriptError, load_llm_spec
+from adapters.llm.unconfigured import UnconfiguredLLM
+from adapters.settings import Settings
 from application.ports import LLMError
 from domain.conversation import (
+    SESSION_KEY,
     Message,
     ModelRequest,
     ModelTurn,
@@ -183,16 +192,70 @@ async def test_function_returning_a_bad_turn_raises_llm_error() -> None:
         ("- {text: ok, delay: soon}\n", r"turns\[0\]\.delay"),
         ("- {}\n", r"turns\[0\]: a turn needs"),
         ("model: m\n", r"expected a list of turns"),
-        ("- text: [unclosed\n", r"invalid YAML"),
+        ("- text: ok\n- text: [unclosed\n", r"invalid YAML"),
     ],
 )
-def test_bad_yaml_is_rejected_naming_the_turn(tmp_path: Path, turns: str, message: str) -> None:
+def test_bad_yaml_is_rejected_naming_the_file_line_and_turn(
+    tmp_path: Path, turns: str, message: str
+) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(turns)
 
     with pytest.raises(ScriptError, match=message) as caught:
         ScriptedLLM.from_yaml(path)
-    assert str(path) in str(caught.value)
+    # The line of the turn at fault: the last one, except for the two one-line scripts.
+    line = 1 if turns.startswith(("- {", "model")) else turns.count("\n")
+    assert str(caught.value).startswith(f"{path}:{line}: ")
+
+
+def test_the_line_named_is_that_of_the_field_at_fault(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("model: m\nturns:\n  - text: ok\n  - text: fine\n    usage:\n      input: -1\n")
+    with pytest.raises(ScriptError) as caught:
+        load_llm_spec(f"scripted:{path}")
+    assert str(caught.value).startswith(f"{path}:6: turns[1].usage.input: ")
+
+
+def for_session(session: str, text: str = "hi") -> ModelRequest:
+    return dataclasses.replace(request(text), metadata={SESSION_KEY: session})
+
+
+async def test_each_session_plays_the_script_from_its_own_position() -> None:
+    llm = ScriptedLLM.from_turns(
+        [{"text": "one", "tool_calls": [{"name": "t", "input": {}}]}, {"text": "two"}]
+    )
+    a1, b1 = await final_turn(llm, for_session("a")), await final_turn(llm, for_session("b"))
+    a2, b2 = await final_turn(llm, for_session("a")), await final_turn(llm, for_session("b"))
+    assert [t.text for t in (a1, b1, a2, b2)] == ["one", "one", "two", "two"]
+    # Generated tool ids count per session too: the same script gives the same ids.
+    assert a1.tool_uses == b1.tool_uses == (ToolUseBlock("toolu_scripted_0001", "t", {}),)
+    with pytest.raises(LLMError, match="no more turns"):
+        await collect(llm, for_session("a"))
+
+
+async def test_a_served_script_starts_again_with_fresh_fixed_ids(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(TOOL_SCRIPT)
+    llm = load_llm_spec(f"scripted:{path}")  # as `serve` loads it: repeating
+    laps = [[await final_turn(llm, for_session("a")) for _ in range(2)] for _ in range(3)]
+    assert [t.text for lap in laps for t in lap] == ["Let me record a plan.", "All done here."] * 3
+    fixed = [lap[0].tool_uses[1].id for lap in laps]
+    assert fixed == ["toolu_fixed", "toolu_fixed_2", "toolu_fixed_3"]
+    generated = {lap[0].tool_uses[0].id for lap in laps}
+    assert len(generated) == 3  # unique in the session
+
+
+async def test_the_demo_script_serves_many_sessions_at_once() -> None:
+    llm = load_llm_spec("scripted:demo")
+
+    async def chat(session: str) -> list[ModelTurn]:
+        turns = [await final_turn(llm, for_session(session))]
+        while turns[-1].stop_reason != "end_turn":
+            turns.append(await final_turn(llm, for_session(session)))
+        return turns
+
+    runs = await asyncio.gather(*(chat(f"s{i % 10}") for i in range(20)))
+    assert all(run[-1].text.startswith("Yes: modern cold-climate heat pumps") for run in runs)
 
 
 async def test_delayed_turn_cancels_cleanly() -> None:
@@ -242,3 +305,32 @@ def test_load_llm_spec_rejects_what_it_cannot_parse(spec: str) -> None:
 def test_load_llm_spec_reports_a_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="cannot read script"):
         load_llm_spec(f"scripted:{tmp_path / 'nope.yaml'}")
+
+
+def test_with_no_model_configured_one_log_line_says_what_to_set(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    with caplog.at_level(logging.WARNING):
+        llm = build_llm(Settings(data_dir=tmp_path))
+    assert isinstance(llm, UnconfiguredLLM)
+    said = [r.getMessage() for r in caplog.records if "no model is configured" in r.getMessage()]
+    assert len(said) == 1 and "\n" not in said[0]
+    assert "ANTHROPIC_API_KEY" in said[0] and "TOKENDANCE_LLM=scripted:demo" in said[0]
+
+
+def test_a_malformed_script_is_refused_at_start_naming_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("- text: ok\n- {text: ok, colour: red}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOKENDANCE_", "ANTHROPIC_"))}
+    refused = subprocess.run(
+        [sys.executable, "-m", "adapters.cli", "--data-dir", str(tmp_path / "data"), "serve"],
+        env={**env, "TOKENDANCE_LLM": f"scripted:{path}"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 1
+    assert f"{path}:2: turns[1]: unknown key(s) ['colour']" in refused.stderr
+    assert not (tmp_path / "data").exists()  # refused before any server started
