@@ -1,0 +1,148 @@
+"""The session feed reads the store whenever NATS cannot be trusted (no real NATS here).
+
+A fake client stands in for NATS: the test decides what it delivers and whether it is
+connected. Whatever NATS loses (one message, the last one, everything during an
+outage), the reader still yields every stored version once, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import cast
+from uuid import UUID, uuid4
+
+import pytest
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+
+from adapters.nats import session_feed
+from adapters.nats.session_feed import FeedItem, Idle, SessionFeed, Stored
+from adapters.nats.stream import NOTIFICATION_ID, ORIGINATOR_ID, ORIGINATOR_VERSION, TOPIC
+from application.bridge import SyncBridge
+from application.sessions import SessionService
+
+Callback = Callable[[Msg], Awaitable[None]]
+
+
+class FakeSubscription:
+    def __init__(self, nc: FakeNats, subject: str) -> None:
+        self.nc, self.subject = nc, subject
+
+    async def unsubscribe(self) -> None:
+        self.nc.callbacks.pop(self.subject, None)
+
+
+class FakeNats:
+    """Connected or not, as the test says; delivers only what the test hands it."""
+
+    def __init__(self) -> None:
+        self.is_connected = True
+        self.callbacks: dict[str, Callback] = {}
+        self.subscribed = 0
+
+    async def subscribe(self, subject: str, cb: Callback) -> FakeSubscription:
+        self.callbacks[subject] = cb
+        self.subscribed += 1
+        return FakeSubscription(self, subject)
+
+    async def deliver(self, sessions: SessionService, version: int) -> None:
+        """The relay's message for one stored version of the session."""
+        (n,) = [
+            n
+            for n in sessions.recorder.select_notifications(1, 1000)
+            if n.originator_version == version
+        ]
+        headers = {
+            NOTIFICATION_ID: str(n.id),
+            ORIGINATOR_ID: str(n.originator_id),
+            ORIGINATOR_VERSION: str(n.originator_version),
+            TOPIC: n.topic,
+        }
+        subject = f"s.events.{n.originator_id}"
+        msg = Msg(cast(NATS, self), subject=subject, data=n.state, headers=headers)
+        await self.callbacks[subject](msg)
+
+
+@pytest.fixture(autouse=True)
+def quick_polls(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session_feed, "POLL_WITHOUT_NATS", 0.05)
+    monkeypatch.setattr(session_feed, "CHECK_NATS", 0.05)
+
+
+@pytest.fixture
+def bridge() -> Iterator[SyncBridge]:
+    bridge = SyncBridge(2)
+    yield bridge
+    bridge.close()
+
+
+def new_session(sessions: SessionService) -> UUID:
+    return sessions.start_session(workspace_id=uuid4(), owner_id=uuid4(), title="t").session_id
+
+
+async def next_stored(items: AsyncIterator[FeedItem], timeout: float = 5.0) -> int:
+    """The version of the next stored event (skipping keep-alives)."""
+    async with asyncio.timeout(timeout):
+        async for item in items:
+            if isinstance(item, Stored):
+                return item.version
+    raise AssertionError("the reader ended")
+
+
+def feed_on(sessions: SessionService, bridge: SyncBridge, nc: list[FakeNats | None]) -> SessionFeed:
+    """A feed whose connection is `nc[0]` (the test swaps it)."""
+    return SessionFeed(
+        sessions=sessions, bridge=bridge, connection=lambda: cast(NATS | None, nc[0]), stream="S"
+    )
+
+
+async def test_lost_messages_come_from_the_store_with_nats_up(
+    sessions: SessionService, bridge: SyncBridge
+) -> None:
+    sid = new_session(sessions)
+    nc = FakeNats()
+    items = feed_on(sessions, bridge, [nc]).read(sid, 0, idle=0.2)
+    assert await next_stored(items) == 1
+    sessions.rename_session(sid, "two")
+    sessions.rename_session(sid, "three")
+    await nc.deliver(sessions, 3)  # 2 was lost: the store fills the gap
+    assert [await next_stored(items), await next_stored(items)] == [2, 3]
+    sessions.rename_session(sid, "four")  # the last message, lost: read before a keep-alive
+    assert await next_stored(items) == 4
+    await nc.deliver(sessions, 4)  # arrives late: not repeated
+    assert isinstance(await anext(items), Idle)
+    await items.aclose()
+
+
+async def test_an_outage_reads_the_store_and_the_next_client_is_subscribed(
+    sessions: SessionService, bridge: SyncBridge
+) -> None:
+    sid = new_session(sessions)
+    first, second = FakeNats(), FakeNats()
+    current: list[FakeNats | None] = [first]
+    items = feed_on(sessions, bridge, current).read(sid, 0, idle=60)
+    assert await next_stored(items) == 1
+    first.is_connected = False  # NATS away: nothing will be delivered
+    sessions.rename_session(sid, "during the outage")
+    assert await next_stored(items) == 2
+    current[0] = second  # NATS back (a new client): subscribed again, before the store read
+    sessions.rename_session(sid, "while resubscribing")
+    assert await next_stored(items) == 3
+    assert second.subscribed == 2  # events and live deltas
+    sessions.rename_session(sid, "live again")
+    await second.deliver(sessions, 3)  # already sent: skipped
+    await second.deliver(sessions, 4)
+    assert await next_stored(items) == 4
+    await items.aclose()
+
+
+async def test_close_ends_every_reader(sessions: SessionService, bridge: SyncBridge) -> None:
+    sid = new_session(sessions)
+    feed = feed_on(sessions, bridge, [FakeNats()])
+    items = feed.read(sid, 0, idle=60)
+    assert await next_stored(items) == 1
+    feed.close()
+    with pytest.raises(StopAsyncIteration):
+        async with asyncio.timeout(5):
+            await anext(items)
