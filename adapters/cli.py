@@ -14,7 +14,7 @@ from pathlib import Path
 from uuid import UUID
 
 from adapters.bootstrap import bootstrap
-from adapters.embedded import EmbeddedServers
+from adapters.embedded import EmbeddedServers, LeaseHeld
 from adapters.llm.scripted import check_llm_spec
 from adapters.settings import Settings
 from adapters.system import System
@@ -67,15 +67,27 @@ def _parser() -> argparse.ArgumentParser:
 
 @contextmanager
 def _system(
-    settings: Settings, *, relay: bool = True, projections: bool = True
+    settings: Settings, *, relay: bool = True, projections: bool = True, role: str = "command"
 ) -> Iterator[System]:
-    """The servers the settings name, or embedded ones, and the system wired over them."""
+    """The servers the settings name, or embedded ones, and the system wired over them.
+
+    `serve` must own the embedded servers (and restarts them if they die); any other
+    command shares them when a live process owns them.
+    """
+    serving = role == "serve"
     embedded = EmbeddedServers(
         settings.data_dir,
         postgres=settings.database_url is None,
         nats=settings.nats_url is None,
+        role=role,
+        exclusive=serving,
+        supervise=serving,
     )
-    with embedded:
+    try:
+        embedded.start()
+    except LeaseHeld as e:  # the data directory's owner is named: no traceback
+        sys.exit(f"tokendance {role}: {e}")
+    with contextlib.closing(embedded):  # started above: closing() only stops it
         system = bootstrap(
             settings,
             database_url=settings.database_url or embedded.database_url or "",
@@ -99,7 +111,7 @@ def _serve(settings: Settings, _: argparse.Namespace) -> None:
     from adapters.http.server import serve
 
     signal.signal(signal.SIGTERM, _interrupt)
-    with contextlib.suppress(KeyboardInterrupt), _system(settings) as system:
+    with contextlib.suppress(KeyboardInterrupt), _system(settings, role="serve") as system:
         asyncio.run(serve(system, settings))
 
 

