@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
+import psycopg
+from eventsourcing.persistence import InterfaceError, OperationalError
 from litestar import MediaType, Request, Response
 from litestar.datastructures import State
 from litestar.exceptions import HTTPException, ValidationException
@@ -99,6 +101,16 @@ def on_too_deep(
     return error_response(400, "the request body is nested too deeply", "VALIDATION_ERROR")
 
 
+def on_database_unavailable(
+    request: Request[object, object, State], error: Exception
+) -> Response[dict[str, str]]:
+    # Postgres restarting (or unreachable): the retries are spent, nothing was written.
+    log.warning("database unavailable on %s %s: %s", request.method, request.url.path, error)
+    return error_response(
+        503, "the database is unavailable; try again shortly", "UNAVAILABLE", {"Retry-After": "2"}
+    )
+
+
 def on_unexpected(
     request: Request[object, object, State], error: Exception
 ) -> Response[dict[str, str]]:
@@ -111,5 +123,8 @@ EXCEPTION_HANDLERS = {
     ValidationException: on_validation_error,
     HTTPException: on_http_error,
     RecursionError: on_too_deep,  # msgspec on absurdly nested JSON
+    OperationalError: on_database_unavailable,  # eventsourcing's, after its retries
+    InterfaceError: on_database_unavailable,
+    psycopg.OperationalError: on_database_unavailable,  # the read models' own queries
     Exception: on_unexpected,
 }
