@@ -63,6 +63,11 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "seconds `serve` waits, on SIGTERM or Ctrl-C, for requests in flight before it "
         "stops (open streams end at once; their clients resume from `Last-Event-ID`)",
     ),
+    "TOKENDANCE_APPROVAL_WAIT": (
+        "600",
+        "seconds a chat stream stays open while its run waits for a human's approval; then "
+        "it ends with `done` status `waiting_confirmation` (the run stays resumable)",
+    ),
 }
 
 
@@ -94,6 +99,7 @@ class Settings:
     max_streams_per_user: int = int(_default("TOKENDANCE_MAX_STREAMS_PER_USER"))
     uploads_per_minute: int = int(_default("TOKENDANCE_UPLOADS_PER_MINUTE"))
     shutdown_grace: int = int(_default("TOKENDANCE_SHUTDOWN_GRACE"))
+    approval_wait: int = int(_default("TOKENDANCE_APPROVAL_WAIT"))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -130,6 +136,7 @@ class Settings:
                 get("TOKENDANCE_UPLOADS_PER_MINUTE"), "TOKENDANCE_UPLOADS_PER_MINUTE"
             ),
             shutdown_grace=_seconds(get("TOKENDANCE_SHUTDOWN_GRACE"), "TOKENDANCE_SHUTDOWN_GRACE"),
+            approval_wait=_seconds(get("TOKENDANCE_APPROVAL_WAIT"), "TOKENDANCE_APPROVAL_WAIT"),
         )
 
     def override(self, **changes: object) -> Settings:

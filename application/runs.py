@@ -13,6 +13,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from uuid import UUID
 
 from application.bridge import SyncBridge
@@ -20,6 +21,7 @@ from application.manual_tools import ManualTools
 from application.runner import AgentRunner, RunEnd
 from application.sessions import Receipt, SessionService
 from domain.context import MANUAL_PREFIX
+from domain.session import AgentSession
 
 log = logging.getLogger(__name__)
 
@@ -63,18 +65,25 @@ class RunScheduler:
         self, session_id: UUID, action_id: str, approved: bool, feedback: str | None, by: str
     ) -> Receipt:
         """Answer a pending confirmation; the run goes on once nothing else is pending."""
+        return (await self.answer(session_id, action_id, approved, feedback, by)).receipt
+
+    async def answer(
+        self, session_id: UUID, action_id: str, approved: bool, feedback: str | None, by: str
+    ) -> Answer:
+        """`confirm`, and in words what happens next."""
         before = await self.bridge(self.sessions.get_session, session_id)
         tool_use_id = before.pending_confirmations.get(action_id, "")
         receipt = await self.bridge(
             self.sessions.give_confirmation, session_id, action_id, approved, feedback, by
         )
+        after = next_action(before, action_id, approved)
         if tool_use_id.startswith(MANUAL_PREFIX) and self.manual is not None:
             await self.manual.resume(session_id, tool_use_id)  # a person's call, not a run's
-            return receipt
+            return Answer(receipt, after)
         session = await self.bridge(self.sessions.get_session, session_id)
         if session.active_run is not None and not session.pending_confirmations:
             self._spawn(session_id, session.active_run)
-        return receipt
+        return Answer(receipt, after)
 
     async def stop(self, session_id: UUID, reason: str = "stopped by the user") -> Receipt:
         """Cancel the run's task (if here) and record the stop."""
@@ -129,6 +138,34 @@ class RunScheduler:
             with contextlib.suppress(Exception):
                 await self.bridge(self.sessions.fail_run, session_id, run_id, *internal_failure(e))
             return "failed"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A confirmation given: its receipt, and what the session does next, in words."""
+
+    receipt: Receipt
+    next_action: str
+
+
+def next_action(before: AgentSession, action_id: str, approved: bool) -> str:
+    """What answering `action_id` makes happen, said for people (`before`: the session)."""
+    tool_use_id = before.pending_confirmations.get(action_id, "")
+    tool = before.open_tool_calls.get(tool_use_id, "the tool")
+    if tool_use_id.startswith(MANUAL_PREFIX):
+        if approved:
+            return f"{tool} runs now, as the call made by hand; no run goes on"
+        return f"the call of {tool} made by hand is cancelled; nothing runs"
+    others = len(before.pending_confirmations) - 1
+    if others > 0:
+        verdict = "will run" if approved else "is cancelled"
+        return f"{tool} {verdict}; the run waits for {others} more confirmation(s)"
+    if approved:
+        return f"the run goes on: {tool} runs, then the agent takes its next step"
+    return (
+        f"the run goes on without {tool}: the refusal is kept in its context "
+        "and the agent takes its next step"
+    )
 
 
 def internal_failure(error: Exception) -> tuple[str, str]:

@@ -182,11 +182,15 @@ class HitlConfirmBody(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class ConfirmOut(msgspec.Struct):
+    """An answered confirmation; `next_action` says in words what happens next."""
+
     request_id: str
     approved: bool
     user_feedback: str | None
     responded_at: datetime
     session_id: UUID
+    status: Literal["confirmed", "rejected"]
+    next_action: str
 
 
 class StopOut(msgspec.Struct):

@@ -24,7 +24,9 @@ import msgspec
 JsonValue = Annotated[object, msgspec.Meta(extra_json_schema={"description": "any JSON value"})]
 JsonObject = dict[str, JsonValue]
 ToolOutcome = Literal["success", "error", "cancelled", "interrupted"]
-DoneStatus = Literal["completed", "stopped", "max_iterations_reached"]
+# `waiting_confirmation`: a chat stream's end while its run still waits for a human
+# (not a stored event: no SSE id); the run stays suspended and goes on once answered.
+DoneStatus = Literal["completed", "stopped", "max_iterations_reached", "waiting_confirmation"]
 
 
 class Payload(msgspec.Struct, tag_field="type", kw_only=True, omit_defaults=True, frozen=True):

@@ -111,6 +111,7 @@ def create_app(
     app.state.access = access
     app.state.metrics = metrics
     app.state.waiter = waiter
+    app.state.approval_wait = container.settings.approval_wait  # chat streams across approvals
     app.state.feed = feed
     return app
 

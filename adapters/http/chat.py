@@ -8,17 +8,20 @@ from uuid import UUID
 from litestar import Controller, get, post
 from litestar.response import ServerSentEvent
 
+from adapters.http.approval_wait import across_approval, run_waiting
 from adapters.http.deps import Access, Caller, ReadModels
 from adapters.http.openapi import SseOperation
 from adapters.http.streaming import run_messages, sse_response
 from adapters.nats.session_feed import SessionFeed
 from application.bridge import SyncBridge
-from application.runs import RunScheduler
+from application.runs import Answer, RunScheduler
 from application.sessions import Receipt, SessionService
 from domain.session import AgentSession as S
 from domain.working_memory import WorkingMemory, fold_all
 from domain.working_memory_render import render
 from schemas.api import ChatMessage, ConfirmBody, ConfirmOut, Document, StopOut, WorkingMemoryOut
+
+DEFAULT_APPROVAL_WAIT = 600.0  # seconds (the app's settings say otherwise)
 
 
 class ChatController(Controller):
@@ -30,39 +33,43 @@ class ChatController(Controller):
         self, session_id: UUID, data: ChatMessage, request: Caller, access: Access,
         sessions: SessionService, scheduler: RunScheduler, feed: SessionFeed, bridge: SyncBridge,
     ) -> ServerSentEvent:  # fmt: skip
-        """Append the message, start a run, and stream it (SSE) until it ends or waits.
+        """Append the message, start a run, and stream it (SSE) until it ends.
 
-        With an `Idempotency-Key` already used in this session nothing is appended:
-        the run that the first request started is streamed again, from its message.
+        While the run waits for a human the stream stays open (keep-alives) and goes on
+        once the action is answered (either confirm route), for at most
+        `TOKENDANCE_APPROVAL_WAIT` seconds; then it ends with `done` status
+        `waiting_confirmation` (the run stays suspended and resumable). With an
+        `Idempotency-Key` already used in this session nothing is appended: the run
+        that the first request started is streamed again, from its message.
         """
         await access.session(request.user, session_id, write=True)
         key = request.headers.get("idempotency-key")
-        if key is not None:
-            first = await bridge(_first_use, sessions, session_id, key)
-            if first is not None:
-                return sse_response(run_messages(feed, session_id, *first))
-        receipt = await scheduler.send_message(
-            session_id, data.content, attachments=data.attachments, idempotency_key=key
-        )
-        after = receipt.version - len(receipt.events)
-        return sse_response(run_messages(feed, session_id, after, _run_of(receipt)))
+        first = None if key is None else await bridge(_first_use, sessions, session_id, key)
+        if first is None:
+            receipt = await scheduler.send_message(
+                session_id, data.content, attachments=data.attachments, idempotency_key=key
+            )
+            first = receipt.version - len(receipt.events), _run_of(receipt)
+        after, run_id = first
+        wait = float(request.app.state.get("approval_wait", DEFAULT_APPROVAL_WAIT))
+        messages = run_messages(feed, session_id, after, run_id)
+        waiting = run_waiting(sessions, bridge, session_id, run_id)
+        return sse_response(across_approval(messages, wait, waiting))
 
     @post("/{session_id:uuid}/confirm", status_code=200)
     async def confirm(
         self, session_id: UUID, data: ConfirmBody, request: Caller, access: Access,
         scheduler: RunScheduler,
     ) -> ConfirmOut:  # fmt: skip
+        """Answer a pending action; `status` and `next_action` say what the run does next.
+
+        A chat stream that is waiting on this action goes on to the tool's result.
+        """
         await access.session(request.user, session_id, write=True)
-        receipt = await scheduler.confirm(
+        answer = await scheduler.answer(
             session_id, data.action_id, data.confirmed, data.feedback, str(request.user.user_id)
         )
-        return ConfirmOut(
-            request_id=data.action_id,
-            approved=data.confirmed,
-            user_feedback=data.feedback,
-            responded_at=receipt.events[-1].timestamp if receipt.events else datetime.now(UTC),
-            session_id=session_id,
-        )
+        return confirm_out(session_id, data.action_id, data.confirmed, data.feedback, answer)
 
     @post("/{session_id:uuid}/stop", status_code=200)
     async def stop(
@@ -83,6 +90,22 @@ class ChatController(Controller):
             events = await bridge(lambda: list(sessions.session_events(session_id)))
             memory = render(fold_all(events))
         return _memory_out(session_id, memory)
+
+
+def confirm_out(
+    session_id: UUID, action_id: str, approved: bool, feedback: str | None, answer: Answer
+) -> ConfirmOut:
+    """The answer of both confirm routes (`/chat/{id}/confirm`, `/hitl/{id}/confirm`)."""
+    events = answer.receipt.events
+    return ConfirmOut(
+        request_id=action_id,
+        approved=approved,
+        user_feedback=feedback,
+        responded_at=events[-1].timestamp if events else datetime.now(UTC),
+        session_id=session_id,
+        status="confirmed" if approved else "rejected",
+        next_action=answer.next_action,
+    )
 
 
 def _run_of(receipt: Receipt) -> UUID:

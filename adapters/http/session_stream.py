@@ -10,6 +10,7 @@ from litestar.params import Parameter
 from litestar.response import ServerSentEvent
 
 from adapters.http.audit import EVENT_CLASSES, audit_event
+from adapters.http.chat import confirm_out
 from adapters.http.deps import Access, Caller, ReadModels
 from adapters.http.errors import ApiError
 from adapters.http.openapi import SseOperation
@@ -91,16 +92,10 @@ class HitlController(Controller):
         views: ReadModels, bridge: SyncBridge, scheduler: RunScheduler,
     ) -> ConfirmOut:  # fmt: skip
         row = await _visible(access, views, bridge, request, request_id, write=True)
-        receipt = await scheduler.confirm(
+        answer = await scheduler.answer(
             row.session_id, request_id, data.approved, data.user_feedback, str(request.user.user_id)
         )
-        return ConfirmOut(
-            request_id=request_id,
-            approved=data.approved,
-            user_feedback=data.user_feedback,
-            responded_at=receipt.events[-1].timestamp,
-            session_id=row.session_id,
-        )
+        return confirm_out(row.session_id, request_id, data.approved, data.user_feedback, answer)
 
 
 async def _visible(

@@ -32,7 +32,7 @@ def message(payload: sse.SsePayload) -> ServerSentEventMessage:
 async def run_messages(
     feed: SessionFeed, session_id: UUID, after: int, run_id: UUID
 ) -> AsyncIterator[ServerSentEventMessage]:
-    """One run as SSE: until it ends (`done` / `error`) or waits for a human."""
+    """One run as SSE: until it ends (`done` / `error`), across approvals."""
     async for m in _messages(feed, session_id, after, lambda p: _ends_run(p, run_id)):
         yield m
 
@@ -65,9 +65,9 @@ async def _messages(
 
 
 def _ends_run(payload: sse.SsePayload, run_id: UUID) -> bool:
+    """The run's own end. A `confirm_required` does not end it: the chat stream waits for
+    the answer (`adapters/http/approval_wait.py` bounds that wait)."""
     match payload:
-        case sse.ConfirmRequired():
-            return True  # the run waits; the client confirms and follows the session stream
         case sse.Done(run_id=ended) | sse.Error(run_id=ended):
             return ended == run_id
         case _:

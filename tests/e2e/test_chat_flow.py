@@ -32,6 +32,7 @@ THINKING = "The user wants facts about heat pumps; plan first."
 FIRST_TEXT = "Let me plan this."
 FINDING = "Heat pumps deliver 3 units of heat per unit of electricity"
 ANSWER = "Heat pumps deliver about three units of heat per unit of electricity."
+QUESTION = is_event("confirm_required")
 
 
 # -- helpers ----------------------------------------------------------------------
@@ -123,13 +124,14 @@ def test_chat_streams_the_run_waits_for_approval_and_finishes(
     assert details["details"]["settings"] == {"confirmation": "always"}
 
     # 1. The chat: the message, the run, live deltas, the turn, the call, the question.
-    first = chat(http, sid, "What do heat pumps deliver?", timeout=15)
-    assert first.ended, "the chat stream should end when the run waits for approval"
+    # (The chat stream stays open while the run waits; this client stops reading at the
+    # question and follows the session stream instead, as a client that went away does.)
+    first = chat(http, sid, "What do heat pumps deliver?", timeout=15, until=QUESTION)
     assert stored_types(first.events) == [
         "message", "run", "run", "message", "tool_call", "confirm_required",
     ]  # fmt: skip
     assert_contiguous(first.ids, 2)
-    assert first.events[-1].event == "confirm_required", "the stream ends at the question"
+    assert first.events[-1].event == "confirm_required"
     by_type = {e.event: e for e in first.stored}
     question_message, turn_event = first.of("message")
     assert question_message.data["role"] == "user"
@@ -168,6 +170,8 @@ def test_chat_streams_the_run_waits_for_approval_and_finishes(
     assert approved.status_code == 200, approved.text
     assert approved.json()["request_id"] == action_id and approved.json()["approved"] is True
     assert approved.json()["session_id"] == sid
+    assert approved.json()["status"] == "confirmed"
+    assert "update_plan runs" in approved.json()["next_action"]
 
     # 3. The run goes on to the next question; answer it through the HITL API.
     def next_request() -> dict[str, object] | None:
@@ -295,7 +299,7 @@ def test_rejecting_an_action_records_a_cancelled_result_and_the_run_goes_on(
     account, http = user(server.client(), "rex@example.com")
     sid = new_session(http, account["workspace_id"], confirmation="always")["id"]
 
-    first = chat(http, sid, "Note your progress", timeout=15)
+    first = chat(http, sid, "Note your progress", timeout=15, until=QUESTION)
     question = first.events[-1]
     assert question.event == "confirm_required", stored_types(first.events)
     action_id = question.data["action_id"]
@@ -306,6 +310,8 @@ def test_rejecting_an_action_records_a_cancelled_result_and_the_run_goes_on(
     )
     assert rejected.status_code == 200, rejected.text
     assert rejected.json()["approved"] is False and rejected.json()["user_feedback"] == "not now"
+    assert rejected.json()["status"] == "rejected"
+    assert "without note_progress" in rejected.json()["next_action"]
 
     rest = follow(http, sid, question.id or 0, timeout=15)
     assert stored_types(rest.events) == ["confirmed", "tool_result", "message", "done"]
@@ -367,7 +373,7 @@ def test_stop_while_waiting_for_approval_interrupts_the_call(start_server: Start
     server = start_server("one_tool")
     account, http = user(server.client(), "sue@example.com")
     sid = new_session(http, account["workspace_id"], confirmation="always")["id"]
-    first = chat(http, sid, "Note your progress", timeout=15)
+    first = chat(http, sid, "Note your progress", timeout=15, until=QUESTION)
     assert first.events[-1].event == "confirm_required"
     action_id = first.events[-1].data["action_id"]
 
@@ -403,7 +409,7 @@ def test_confirming_an_unknown_or_answered_action_is_refused_and_records_nothing
     assert_error(http.post("/api/v1/hitl/no-such-action/confirm", json={"approved": True}), 404)
     assert audit_log(http, sid) == before
 
-    first = chat(http, sid, "Note your progress", timeout=15)
+    first = chat(http, sid, "Note your progress", timeout=15, until=QUESTION)
     action_id = str(first.events[-1].data["action_id"])
 
     # The action of one session cannot be answered through another one.

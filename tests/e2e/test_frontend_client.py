@@ -3,18 +3,20 @@
 It knows `thinking`, `tool_call`, `tool_result`, `content`, `confirm_required`,
 `done` and `error` with the fields of seeds/002 section 5, and ignores every other
 type, as that frontend does. Over HTTP/SSE against a real server, it follows a run
-through an approval and shows the answer exactly once; `done` names the last
+on its chat stream, held open through an approval another client gives, and shows the
+answer exactly once; `done` names the last
 assistant message and the tokens the run used.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import httpx
 import pytest
 
-from tests.e2e.client import SseEvent, read_sse, sign_up
+from tests.e2e.client import SseEvent, read_sse, sign_up, wait_until
 from tests.e2e.conftest import StartServer
 
 pytestmark = [pytest.mark.e2e]
@@ -80,24 +82,23 @@ def test_a_frontend_client_renders_a_run_with_an_approval_showing_the_answer_onc
     sid = created.json()["id"]
     view = FrontendView()
 
-    chat = read_sse(http, "POST", f"/api/v1/chat/{sid}/message", json={"content": "Heat pumps?"})
-    for e in chat.events:
-        view.handle(e)
-    assert chat.ended and view.question is not None, [(e.event, e.data) for e in chat.events]
-    assert view.question["tool"] == "note_progress" and view.tools == {"toolu_note": "pending"}
-
-    confirmed = http.post(
-        f"/api/v1/chat/{sid}/confirm",
-        json={"action_id": view.question["action_id"], "confirmed": True},
-    )
-    assert confirmed.status_code == 200, confirmed.text
-    read_sse(
-        http,
-        "GET",
-        f"/api/v1/sessions/{sid}/stream",
-        headers={"Last-Event-ID": str(view.last_id)},
-        until=ends(view),  # type: ignore[arg-type]
-    )
+    # The chat stream stays open across the approval, which another client gives.
+    with ThreadPoolExecutor(1) as pool, server.client(str(account["access_token"])) as other:
+        chat = pool.submit(
+            read_sse, http, "POST", f"/api/v1/chat/{sid}/message",
+            json={"content": "Heat pumps?"}, until=ends(view), timeout=30,
+        )  # fmt: skip
+        wait_until(lambda: view.question is not None or chat.done(), timeout=20)
+        assert view.question is not None, chat.result().events
+        assert view.question["tool"] == "note_progress" and view.tools == {"toolu_note": "pending"}
+        confirmed = other.post(
+            f"/api/v1/chat/{sid}/confirm",
+            json={"action_id": view.question["action_id"], "confirmed": True},
+        )
+        assert confirmed.status_code == 200, confirmed.text
+        assert confirmed.json()["status"] == "confirmed" and confirmed.json()["next_action"]
+        read = chat.result()
+    assert read.of("confirm_required") and read.of("tool_result") and read.of("done")
 
     assert view.error is None and view.done is not None
     assert view.text == FIRST + ANSWER, view.text

@@ -213,8 +213,9 @@ def test_a_pending_approval_survives_a_restart_and_the_run_goes_on(
     assert created.status_code == 201, created.text
     sid = str(created.json()["id"])
     chat = read_sse(
-        http, "POST", f"/api/v1/chat/{sid}/message", json={"content": "note it"}, timeout=15
-    )
+        http, "POST", f"/api/v1/chat/{sid}/message", json={"content": "note it"},
+        until=lambda e: e.event == "confirm_required", timeout=15,
+    )  # fmt: skip
     question = chat.events[-1]
     assert question.event == "confirm_required", [e.event for e in chat.events]
     http.close()
