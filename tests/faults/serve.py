@@ -31,6 +31,7 @@ class Serve:
     data_dir: Path
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -46,7 +47,7 @@ class Serve:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "adapters.cli", "--data-dir", str(self.data_dir),
                  "serve", "--port", str(self.port)],
-                env=serve_env(), stdout=subprocess.DEVNULL, stderr=err,
+                env={**serve_env(), **self.extra_env}, stdout=subprocess.DEVNULL, stderr=err,
             )  # fmt: skip
         return self
 
