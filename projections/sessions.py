@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import assert_never
@@ -109,16 +110,18 @@ class SessionsView(SessionView):
 
     def list_for_workspace(
         self,
-        workspace_id: UUID,
+        workspace_id: UUID | Sequence[UUID],
         *,
         status: str | None = None,
         include_archived: bool = False,
         limit: int = 20,
         offset: int = 0,
     ) -> tuple[list[SessionSummary], int]:
-        """A page of a workspace's sessions, newest activity first, and the total."""
-        where = "workspace_id = %s"
-        params: list[object] = [workspace_id]
+        """A page of a workspace's (or several's) sessions, newest activity first, and the
+        total."""
+        ids = [workspace_id] if isinstance(workspace_id, UUID) else list(workspace_id)
+        where = "workspace_id = ANY(%s)"
+        params: list[object] = [ids]
         if not include_archived:
             where += " AND NOT archived"
         if status is not None:

@@ -123,6 +123,7 @@ class SessionOut(msgspec.Struct):
     tokens: Tokens | None = None
     active_run_id: UUID | None = None
     details: SessionDetails | None = None
+    archived: bool = False  # deleted (`DELETE /sessions/{id}`): out of the lists, log kept
 
 
 class SessionDetails(msgspec.Struct):

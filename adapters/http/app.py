@@ -19,6 +19,7 @@ from litestar.types import ControllerRouterHandler
 
 from adapters.bootstrap import recover_runs
 from adapters.container import Container
+from adapters.http import log_redaction
 from adapters.http.auth import PUBLIC, BearerTokenAuthentication
 from adapters.http.auth_routes import AuthController, WorkspaceController
 from adapters.http.chat import ChatController
@@ -33,7 +34,7 @@ from adapters.http.read_your_writes import ViewWaiter
 from adapters.http.session_stream import HitlController, StreamController
 from adapters.http.sessions import SessionController
 from adapters.http.tools import ToolController
-from adapters.http.uploads import UploadController
+from adapters.http.uploads import SessionUploads, UploadController
 from adapters.nats.session_feed import SessionFeed
 from adapters.services import Services
 from adapters.system import Engine
@@ -103,6 +104,7 @@ def create_app(
         ],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         lifespan=[lifespan],
+        on_startup=[log_redaction.install],  # no access token reaches a log
         on_shutdown=[idempotency.close],  # this process's Idempotency-Key leases
         request_max_body_size=MAX_BODY,
         openapi_config=openapi_config(),
@@ -112,6 +114,7 @@ def create_app(
     app.state.metrics = metrics
     app.state.waiter = waiter
     app.state.approval_wait = container.settings.approval_wait  # chat streams across approvals
+    app.state.uploads = SessionUploads(factory.datastore)  # which blobs each session may cite
     app.state.feed = feed
     return app
 

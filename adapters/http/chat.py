@@ -12,6 +12,7 @@ from adapters.http.approval_wait import across_approval, run_waiting
 from adapters.http.deps import Access, Caller, ReadModels
 from adapters.http.openapi import SseOperation
 from adapters.http.streaming import run_messages, sse_response
+from adapters.http.uploads import check_attachments
 from adapters.nats.session_feed import SessionFeed
 from application.bridge import SyncBridge
 from application.runs import Answer, RunScheduler
@@ -46,6 +47,7 @@ class ChatController(Controller):
         key = request.headers.get("idempotency-key")
         first = None if key is None else await bridge(_first_use, sessions, session_id, key)
         if first is None:
+            await check_attachments(request.app.state, bridge, session_id, data.attachments)
             receipt = await scheduler.send_message(
                 session_id, data.content, attachments=data.attachments, idempotency_key=key
             )

@@ -21,6 +21,7 @@ from application.sessions import Receipt, SessionService
 from domain.events import SessionEvent
 from domain.session import AgentSession
 from domain.values import SessionSettings
+from projections.accounts import WorkspaceDirectory
 from projections.sessions import SessionSummary
 from schemas import sse
 from schemas.api import (
@@ -66,16 +67,22 @@ class SessionController(Controller):
         access: Access,
         views: ReadModels,
         bridge: SyncBridge,
-        workspace_id: UUID,
+        workspaces: WorkspaceDirectory,
+        workspace_id: UUID | None = None,
         limit: Annotated[int, Parameter(ge=1, le=100)] = 20,
         offset: Annotated[int, Parameter(ge=0, le=1_000_000_000)] = 0,
         status: Status | None = None,
     ) -> SessionPage:
-        await access.workspace(request.user, workspace_id)
+        """A workspace's sessions; without `workspace_id`, the caller's in all of theirs."""
+        if workspace_id is not None:
+            await access.workspace(request.user, workspace_id)
+            scope: list[UUID] = [workspace_id]
+        else:
+            mine = await bridge(workspaces.workspaces_of, request.user.user_id)
+            scope = [w.workspace_id for w in mine]
         rows, total = await bridge(
-            views.sessions.list_for_workspace, workspace_id, status=status, limit=limit,
-            offset=offset,
-        )  # fmt: skip
+            views.sessions.list_for_workspace, scope, status=status, limit=limit, offset=offset
+        )
         return SessionPage([_out(r) for r in rows], total, limit, offset)
 
     @get("/{session_id:uuid}")
@@ -182,7 +189,7 @@ def _from_session(s: AgentSession) -> SessionOut:
     return SessionOut(
         id=s.id, workspace_id=s.workspace_id, title=s.title, status=s.status,
         task_type=s.task_type, created_at=s.created_on, updated_at=s.modified_on,
-        version=s.version, active_run_id=s.active_run,
+        version=s.version, active_run_id=s.active_run, archived=s.archived,
     )  # fmt: skip
 
 
@@ -193,7 +200,7 @@ def _out(r: SessionSummary) -> SessionOut:
         version=r.version, message_count=r.message_count, tool_call_count=r.tool_call_count,
         failure_count=r.failure_count,
         tokens=Tokens(r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens),
-        active_run_id=r.active_run,
+        active_run_id=r.active_run, archived=r.archived,
     )  # fmt: skip
 
 

@@ -1,25 +1,30 @@
 """Attachments: a file into the blob store, by content hash, for a later chat message.
 
 The answer's `blob_ref` goes into a chat message's `attachments`. Nothing is written
-to the session's log here: the message that cites the blob is the event. Uploads
-have their own rate limit (adapters/http/limits.py).
+to the session's log here: the message that cites the blob is the event. Which blobs
+were uploaded to which session is kept in a table (`SessionUploads`), so a message can
+cite only its own session's uploads. Uploads have their own rate limit
+(adapters/http/limits.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated
 from uuid import UUID
 
 import msgspec
+from eventsourcing.postgres import PostgresDatastore
 from litestar import Controller, post
-from litestar.datastructures import UploadFile
+from litestar.datastructures import State, UploadFile
 from litestar.enums import RequestEncodingType
 from litestar.params import Body, Dependency
 from litestar.status_codes import HTTP_201_CREATED
 
 from adapters.http.deps import Access, Caller
 from adapters.http.errors import ApiError
+from application.bridge import SyncBridge
 from application.ports import BlobStore
 
 MAX_UPLOAD = 10 * 1024 * 1024  # bytes of the file itself
@@ -39,6 +44,72 @@ class AttachmentOut(msgspec.Struct):
     content_type: str
 
 
+class SessionUploads:
+    """The blobs uploaded to each session (a table next to the event store)."""
+
+    CREATE = """CREATE TABLE IF NOT EXISTS session_uploads (
+        session_id uuid NOT NULL,
+        blob_ref text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (session_id, blob_ref)
+    )"""
+
+    def __init__(self, datastore: PostgresDatastore) -> None:
+        self.datastore = datastore
+        self._created = False
+
+    def add(self, session_id: UUID, blob_ref: str) -> None:
+        self._create()
+        with self.datastore.get_connection() as conn:
+            conn.execute(
+                "INSERT INTO session_uploads (session_id, blob_ref) VALUES (%s, %s) "
+                "ON CONFLICT DO NOTHING",
+                (session_id, blob_ref),
+            )
+
+    def missing(self, session_id: UUID, blob_refs: Sequence[str]) -> list[str]:
+        """Those of `blob_refs` that are no upload of the session."""
+        if not blob_refs:
+            return []
+        self._create()
+        with self.datastore.get_connection() as conn:
+            rows = conn.execute(
+                "SELECT blob_ref FROM session_uploads WHERE session_id = %s AND blob_ref = ANY(%s)",
+                (session_id, list(blob_refs)),
+            ).fetchall()
+        found = {row["blob_ref"] for row in rows}
+        return [ref for ref in blob_refs if ref not in found]
+
+    def _create(self) -> None:
+        if not self._created:
+            with self.datastore.transaction(commit=True) as curs:
+                curs.execute(self.CREATE)
+            self._created = True
+
+
+def session_uploads(state: State) -> SessionUploads:
+    """The app's record of uploads (`create_app` keeps it in the app's state)."""
+    uploads = state.uploads
+    assert isinstance(uploads, SessionUploads)
+    return uploads
+
+
+async def check_attachments(
+    state: State, bridge: SyncBridge, session_id: UUID, blob_refs: Sequence[str]
+) -> None:
+    """404 unless every ref is one of the session's uploads."""
+    if not blob_refs:
+        return
+    missing = await bridge(session_uploads(state).missing, session_id, blob_refs)
+    if missing:
+        raise ApiError(
+            404,
+            f"attachment {missing[0]!r} is not a file uploaded to this session "
+            "(POST /api/v1/sessions/{id}/attachments gives a blob_ref)",
+            "ATTACHMENT_NOT_FOUND",
+        )
+
+
 class UploadController(Controller):
     path = "/api/v1/sessions"
     tags = ["sessions"]
@@ -55,6 +126,7 @@ class UploadController(Controller):
         request: Caller,
         access: Access,
         blobs: Annotated[BlobStore, Dependency(skip_validation=True)],  # a Protocol
+        bridge: SyncBridge,
     ) -> AttachmentOut:
         """Store a file (multipart field `file`, at most 10 MiB); cite its `blob_ref` in chat."""
         await access.session(request.user, session_id, write=True)
@@ -66,4 +138,5 @@ class UploadController(Controller):
             raise ApiError(413, f"a file may have at most {MAX_UPLOAD} bytes")
         content_type = data.file.content_type or DEFAULT_TYPE
         blob_ref = await blobs.put(content, content_type=content_type)
+        await bridge(session_uploads(request.app.state).add, session_id, blob_ref)
         return AttachmentOut(blob_ref, data.file.filename[:255], len(content), content_type)
