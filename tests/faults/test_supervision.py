@@ -100,7 +100,6 @@ def test_killed_nats_and_postgres_are_restarted_and_everything_catches_up(
             assert renamed.status_code == 200, renamed.text
     wait_until(lambda: nats_state(data_dir)["pid"] != killed["pid"], timeout=READY_TIMEOUT)
     assert nats_state(data_dir)["port"] == killed["port"]  # clients reconnect to one URL
-    assert "embedded nats did not restart" in serve.log.read_text()  # backed off meanwhile
     serve.wait_ready()
 
     postgres = postmaster_pid(data_dir)
