@@ -144,14 +144,6 @@ class SessionsView(SessionView):
                 total = int(count["n"]) if count else 0
         return [SessionSummary(**{k: v for k, v in r.items() if k != "total"}) for r in rows], total
 
-    def active_runs(self) -> list[tuple[UUID, UUID]]:
-        """(session, run) for every run that has not ended."""
-        with self.datastore.get_connection() as conn:
-            rows = conn.execute(
-                "SELECT session_id, active_run FROM sessions_view WHERE active_run IS NOT NULL"
-            ).fetchall()
-        return [(r["session_id"], r["active_run"]) for r in rows]
-
     def all_rows(self) -> list[dict[str, object]]:
         """Every row, ordered (for comparing a rebuilt view with the live one)."""
         with self.datastore.get_connection() as conn:
