@@ -16,6 +16,7 @@ from typing import assert_never
 
 from domain.conversation import (
     PER_MESSAGE_OVERHEAD,
+    CacheTtl,
     ContentBlock,
     Message,
     ModelRequest,
@@ -44,6 +45,7 @@ class ContextFrame:
     model: str | None = None
     max_tokens: int | None = None
     thinking_budget: int = 0
+    cache_ttl: CacheTtl = "5m"
 
 
 Compaction = tuple[str, int]  # (summary, the last version it stands for)
@@ -140,6 +142,7 @@ class ContextBuilder:
             model=self.frame.model,
             max_tokens=self.frame.max_tokens,
             thinking_budget=self.frame.thinking_budget,
+            cache_ttl=self.frame.cache_ttl,
         )
         return request, estimate
 

@@ -94,6 +94,8 @@ class ToolSpec:
     input_schema: dict[str, object]
 
 
+CacheTtl = Literal["5m", "1h"]  # the prompt cache lifetimes the vendor offers
+
 SESSION_KEY = "session_id"  # `ModelRequest.metadata` key: the session a call is made for
 
 
@@ -108,6 +110,7 @@ class ModelRequest:
     max_tokens: int | None = None  # None: the adapter's configured limit
     thinking_budget: int = 0  # 0: extended thinking off
     metadata: dict[str, str] = field(default_factory=dict)
+    cache_ttl: CacheTtl = "5m"  # how long the prompt cache keeps what this call writes
 
 
 @dataclass(frozen=True)

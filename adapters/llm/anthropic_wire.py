@@ -34,6 +34,7 @@ from anthropic.types import (
 )
 
 from domain.conversation import (
+    CacheTtl,
     ContentBlock,
     Message,
     ModelRequest,
@@ -61,8 +62,9 @@ _STOP_REASONS: dict[WireStopReason, StopReason] = {
 }
 
 
-def _ephemeral() -> CacheControlEphemeralParam:
-    return {"type": "ephemeral"}
+def _ephemeral(ttl: CacheTtl) -> CacheControlEphemeralParam:
+    # The API's default lifetime is 5 minutes; only the 1-hour cache is named.
+    return {"type": "ephemeral", "ttl": "1h"} if ttl == "1h" else {"type": "ephemeral"}
 
 
 @dataclass(frozen=True)
@@ -88,48 +90,48 @@ def to_wire(request: ModelRequest, *, model: str, max_tokens: int) -> WireReques
     return WireRequest(
         model=request.model or model,
         max_tokens=request.max_tokens or max_tokens,
-        system=_system(request.system),
-        tools=_tools(request.tools),
-        messages=[_message(m) for m in request.messages],
+        system=_system(request.system, request.cache_ttl),
+        tools=_tools(request.tools, request.cache_ttl),
+        messages=[_message(m, request.cache_ttl) for m in request.messages],
         thinking=thinking,
         metadata={"user_id": user_id} if user_id else None,
     )
 
 
-def _system(text: str) -> list[TextBlockParam]:
+def _system(text: str, ttl: CacheTtl) -> list[TextBlockParam]:
     # The API rejects empty text blocks, so no system prompt means no block at all.
     if not text:
         return []
-    return [{"type": "text", "text": text, "cache_control": _ephemeral()}]
+    return [{"type": "text", "text": text, "cache_control": _ephemeral(ttl)}]
 
 
-def _tools(specs: tuple[ToolSpec, ...]) -> list[ToolParam]:
+def _tools(specs: tuple[ToolSpec, ...], ttl: CacheTtl) -> list[ToolParam]:
     tools: list[ToolParam] = [
         {"name": s.name, "description": s.description, "input_schema": s.input_schema}
         for s in specs
     ]
     # One breakpoint after the last tool caches the whole (frozen) tool list.
     if tools:
-        tools[-1]["cache_control"] = _ephemeral()
+        tools[-1]["cache_control"] = _ephemeral(ttl)
     return tools
 
 
-def _message(message: Message) -> MessageParam:
+def _message(message: Message, ttl: CacheTtl) -> MessageParam:
     # The API rejects empty text blocks; an empty one carries nothing anyway.
     blocks = [_block(b) for b in message.content if not (isinstance(b, TextBlock) and not b.text)]
     if message.cache_breakpoint:
-        _mark_last_cacheable(blocks)
+        _mark_last_cacheable(blocks, ttl)
     if message.role == "user":
         return {"role": "user", "content": blocks}
     return {"role": "assistant", "content": blocks}
 
 
-def _mark_last_cacheable(blocks: list[WireBlock]) -> None:
+def _mark_last_cacheable(blocks: list[WireBlock], ttl: CacheTtl) -> None:
     # Thinking blocks cannot carry cache_control; the breakpoint goes on the last
     # block that can, which still covers everything before it.
     for block in reversed(blocks):
         if block["type"] != "thinking":
-            block["cache_control"] = _ephemeral()
+            block["cache_control"] = _ephemeral(ttl)
             return
 
 
