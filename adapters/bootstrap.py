@@ -9,8 +9,10 @@ part from the settings, except what the caller passes in its place: a keyword le
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from argon2 import PasswordHasher
 from eventsourcing.postgres import (
@@ -30,25 +32,34 @@ from adapters.nats.live import NatsDeltaSink
 from adapters.nats.stream import EventStream
 from adapters.postgres.active_runs import active_runs
 from adapters.postgres.eventstore import eventstore_env
+from adapters.price_file import PriceFileError, load_prices
 from adapters.services import Services
 from adapters.settings import Settings
 from adapters.system import Engine, System
+from adapters.telemetry import traced_llm, traced_tools, tracer_provider_from_env
 from application.accounts import THIRTY_DAYS, AccountService
 from application.bridge import SyncBridge
+from application.budget_guard import BudgetEnforcer, BudgetGuard
 from application.manual_tools import ManualTools
 from application.ports import LLM, BlobStore, DeltaSink, LLMNotConfigured, TokenCounter
-from application.replay import ReplayEngine
+from application.replay import ReplayBudgets, ReplayEngine
 from application.runner import AgentRunner, EngineSettings
 from application.runs import RunScheduler
 from application.sessions import SessionService
 from application.tools.base import AnyTool
 from application.tools.notes import NoteProgress, RecordFinding, UpdatePlan
 from application.tools.registry import ToolRegistry
+from domain.pricing import PriceTable
 from projections.accounts import AccountsView
+from projections.budgets import BudgetsView
 from projections.confirmations import ConfirmationsView
 from projections.sessions import SessionsView
+from projections.usage import UsageView
 from projections.view import TRACKING_TABLE, View
 from projections.working_memory import WorkingMemoryView
+
+if TYPE_CHECKING:  # the SDK is imported only when spans are exported
+    from opentelemetry.sdk.trace import TracerProvider
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +84,7 @@ def bootstrap(
     projections: bool = True,
     stream_factory: StreamFactory | None = None,
     relay_batch_size: int = 256,
+    prices: PriceTable | None = None,
 ) -> System:
     """The whole system on the servers at `database_url` and `nats_url` (tables created).
 
@@ -89,11 +101,14 @@ def bootstrap(
         stream_factory=stream_factory or EventStream,
     )
     live = deltas or NatsDeltaSink(lambda: services.nats, settings.nats_stream)
+    telemetry = tracer_provider_from_env(os.environ)  # one per process, closed with it
+    enforcer = BudgetEnforcer(container.usage, container.accounts, container.bridge)
     engine = bootstrap_engine(
         settings, sessions=container.sessions, bridge=container.bridge, llm=llm,
         tools=tools, blobs=blobs, deltas=live, counter=counter, engine_settings=engine_settings,
+        prices=prices, budgets=enforcer, telemetry=telemetry,
     )  # fmt: skip
-    return System(container, services, engine)
+    return System(container, services, engine, telemetry)
 
 
 def bootstrap_engine(
@@ -107,6 +122,9 @@ def bootstrap_engine(
     deltas: DeltaSink | None = None,
     counter: TokenCounter | None = None,
     engine_settings: EngineSettings | None = None,
+    prices: PriceTable | None = None,
+    budgets: BudgetGuard | None = None,
+    telemetry: TracerProvider | None = None,
 ) -> Engine:
     """The engine alone, on `sessions` (default: a new in-memory event store).
 
@@ -119,12 +137,16 @@ def bootstrap_engine(
     runner = AgentRunner(
         sessions=sessions,
         bridge=bridge,
-        llm=llm if llm is not None else build_llm(settings),
-        tools=ToolRegistry(build_tools(settings) if tools is None else tools),
+        llm=traced_llm(llm if llm is not None else build_llm(settings), telemetry),
+        tools=ToolRegistry(
+            traced_tools(build_tools(settings) if tools is None else tools, telemetry)
+        ),
         blobs=blobs,
         counter=counter if counter is not None else TiktokenCounter(),
         deltas=deltas if deltas is not None else NullDeltaSink(),
         settings=engine_settings or build_engine_settings(settings),
+        prices=prices if prices is not None else load_price_table(settings),
+        budgets=budgets,
     )
     manual = ManualTools(runner.tool_calls, sessions, bridge)
     scheduler = RunScheduler(runner, sessions, bridge, manual)
@@ -143,6 +165,8 @@ def replay_engine(like: AgentRunner, *, tools: Iterable[AnyTool] | None = None) 
             blobs=like.tool_calls.blobs,
             counter=like.counter,
             engine_settings=like.settings,
+            prices=like.prices,
+            budgets=ReplayBudgets(llm),
         ).runner
 
     return build
@@ -194,7 +218,17 @@ def build_engine_settings(settings: Settings) -> EngineSettings:
         max_tokens=settings.max_tokens,
         context_window=settings.context_window,
         max_iterations=settings.max_iterations,
+        cache_ttl=settings.cache_ttl,
     )
+
+
+def load_price_table(settings: Settings) -> PriceTable:
+    """The price table `TOKENDANCE_PRICES` names (default: the bundled one); a file that
+    does not load stops the start with where it is wrong."""
+    try:
+        return load_prices(settings.prices)
+    except PriceFileError as e:
+        raise SystemExit(f"TOKENDANCE_PRICES: {e}") from None
 
 
 def _open_store(settings: Settings, database_url: str, nats_url: str, clock: Clock) -> Container:
@@ -212,6 +246,8 @@ def _open_store(settings: Settings, database_url: str, nats_url: str, clock: Clo
             WorkingMemoryView(factory.datastore),
             ConfirmationsView(factory.datastore),
             AccountsView(factory.datastore),
+            UsageView(factory.datastore),
+            BudgetsView(factory.datastore),
         )
     }
     checkpoints = PostgresTrackingRecorder(factory.datastore, tracking_table_name=TRACKING_TABLE)

@@ -13,7 +13,12 @@ from application.accounts import AccountService
 from application.bridge import SyncBridge
 from application.sessions import SessionService
 from projections.accounts import AccountsView
+from projections.budgets import BudgetsView
+from projections.usage import UsageView
+from projections.usage_queries import UsageQueries
 from projections.view import View
+
+ACCOUNTS_VIEWS = frozenset({AccountsView.name, BudgetsView.name})  # fed by the accounts' log
 
 
 @dataclass
@@ -43,7 +48,12 @@ class Container:
 
     def log_of(self, view: str) -> Application[UUID]:
         """The application whose event log feeds the read model named `view`."""
-        return self.accounts if view == AccountsView.name else self.sessions
+        return self.accounts if view in ACCOUNTS_VIEWS else self.sessions
+
+    @property
+    def usage(self) -> UsageQueries:
+        """Queries on the usage and budgets read models."""
+        return UsageQueries(self.views[UsageView.name].datastore)
 
     def close(self) -> None:
         self.bridge.close()

@@ -48,7 +48,8 @@ def _details(e: SessionEvent) -> str:
             return f"{code}: {_short(reason, 60)}"
         case (
             S.ConfirmationRequested() | S.ConfirmationGiven() | S.StrikeRecorded()
-            | S.RebootRequested() | S.ContextCompacted() | S.ArtifactCreated()
+            | S.RebootRequested() | S.ContextCompacted() | S.BudgetThresholdReached()
+            | S.ArtifactCreated()
             | S.RunRequested() | S.RunStarted() | S.SessionRenamed() | S.SessionCompleted()
             | S.SessionArchived()
         ):  # fmt: skip

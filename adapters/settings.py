@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from domain.conversation import CacheTtl
+
 # name -> (default, what it is); the README's settings table is made from this.
 DOCUMENTED: dict[str, tuple[str, str]] = {
     "TOKENDANCE_DATA_DIR": (
@@ -68,6 +70,20 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "seconds a chat stream stays open while its run waits for a human's approval; then "
         "it ends with `done` status `waiting_confirmation` (the run stays resumable)",
     ),
+    "TOKENDANCE_PRICES": (
+        "",
+        "a YAML price table to use instead of the bundled one (adapters/prices.yaml); "
+        "a file that does not parse stops the start, naming the file and line",
+    ),
+    "TOKENDANCE_CACHE_TTL": (
+        "5m",
+        "prompt-cache lifetime model calls ask for: 5m, or 1h (cache writes cost more)",
+    ),
+    "TOKENDANCE_ALERT_WEBHOOK": ("", "URL budget alerts are POSTed to as JSON (none: not sent)"),
+    "TOKENDANCE_ALERT_WEBHOOK_SECRET": (
+        "",
+        "key of the alerts' HMAC-SHA256 signature header (default: the JWT secret)",
+    ),
 }
 
 
@@ -100,6 +116,10 @@ class Settings:
     uploads_per_minute: int = int(_default("TOKENDANCE_UPLOADS_PER_MINUTE"))
     shutdown_grace: int = int(_default("TOKENDANCE_SHUTDOWN_GRACE"))
     approval_wait: int = int(_default("TOKENDANCE_APPROVAL_WAIT"))
+    prices: Path | None = None
+    cache_ttl: CacheTtl = "5m"
+    alert_webhook: str | None = None
+    alert_webhook_secret: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -137,6 +157,10 @@ class Settings:
             ),
             shutdown_grace=_seconds(get("TOKENDANCE_SHUTDOWN_GRACE"), "TOKENDANCE_SHUTDOWN_GRACE"),
             approval_wait=_seconds(get("TOKENDANCE_APPROVAL_WAIT"), "TOKENDANCE_APPROVAL_WAIT"),
+            prices=Path(env["TOKENDANCE_PRICES"]) if env.get("TOKENDANCE_PRICES") else None,
+            cache_ttl=_cache_ttl(get("TOKENDANCE_CACHE_TTL")),
+            alert_webhook=env.get("TOKENDANCE_ALERT_WEBHOOK") or None,
+            alert_webhook_secret=env.get("TOKENDANCE_ALERT_WEBHOOK_SECRET") or None,
         )
 
     def override(self, **changes: object) -> Settings:
@@ -172,6 +196,14 @@ def _int(value: str, name: str) -> int:
         return int(value)
     except ValueError:
         raise SystemExit(f"{name} must be an integer, not {value!r}") from None
+
+
+def _cache_ttl(value: str) -> CacheTtl:
+    if value == "5m":
+        return "5m"
+    if value == "1h":
+        return "1h"
+    raise SystemExit(f"TOKENDANCE_CACHE_TTL must be 5m or 1h, not {value!r}")
 
 
 def _seconds(value: str, name: str) -> int:

@@ -6,10 +6,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from adapters.container import Container
 from adapters.services import Services
 from adapters.settings import Settings
+from adapters.telemetry import shutdown
+
+if TYPE_CHECKING:  # the SDK is imported only when spans are exported
+    from opentelemetry.sdk.trace import TracerProvider
 from application.bridge import SyncBridge
 from application.manual_tools import ManualTools
 from application.ports import BlobStore
@@ -37,6 +42,7 @@ class System:
     container: Container
     services: Services
     engine: Engine
+    telemetry: TracerProvider | None = None  # set when spans are exported (OTLP)
 
     @property
     def settings(self) -> Settings:
@@ -48,5 +54,6 @@ class System:
         await self.services.stop()
 
     def close(self) -> None:
-        """Close the event store's connections and the thread pool."""
+        """Flush the spans, close the event store's connections and the thread pool."""
+        shutdown(self.telemetry)
         self.container.close()

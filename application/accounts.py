@@ -14,9 +14,10 @@ from collections.abc import Callable
 from argon2 import PasswordHasher
 from eventsourcing.utils import EnvType
 
+from application.budgets import Budgets
 from application.logins import Logins, Registration
 from application.passwords import Passwords
-from application.tenants import Membership, TeamInfo, Tenants, WorkspaceInfo
+from application.tenants import Membership, TeamInfo, WorkspaceInfo
 from application.tokens import Principal, TokenCodec, TokenPair
 
 # Principal and TokenPair are re-exported: the HTTP layer imports the API from here.
@@ -33,7 +34,7 @@ __all__ = [
 THIRTY_DAYS = 30 * 24 * 3600
 
 
-class AccountService(Logins, Tenants):
+class AccountService(Logins, Budgets):
     """Users, organizations with their teams and workspaces, and logins (token families)."""
 
     name = "accounts"

@@ -12,7 +12,9 @@ from uuid import UUID
 
 from eventsourcing.persistence import Notification
 
+from domain.budgets import BudgetStatus, Spend, ThresholdCrossing
 from domain.conversation import ModelRequest, StreamItem, TextDelta, ThinkingDelta
+from domain.values import BudgetScope
 
 
 class LLMError(Exception):
@@ -123,3 +125,24 @@ class DeltaSink(Protocol):
     """Where live deltas of a streaming turn go (to SSE clients); never stored."""
 
     async def publish(self, session_id: UUID, delta: TextDelta | ThinkingDelta) -> None: ...
+
+
+class SpendReader(Protocol):
+    """Budgets and what has been spent against them, as the usage read model has it."""
+
+    def budgets_covering(
+        self, scopes: Sequence[tuple[BudgetScope, UUID]], period: str
+    ) -> tuple[int, list[BudgetStatus]]:
+        """The read model's position, and the budgets set on `scopes` with their spend
+        in `period` (YYYY-MM) up to that position."""
+        ...
+
+
+class ThresholdRecorder(Protocol):
+    """Where a crossed threshold is recorded, once per budget, month and threshold."""
+
+    def record_crossings(
+        self, scope: BudgetScope, scope_id: UUID, period: str, spent: Spend, session_id: UUID
+    ) -> list[ThresholdCrossing]:
+        """The crossings recorded now (none if another call recorded them first)."""
+        ...

@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields
 from typing import assert_never, cast
 from uuid import UUID
 
+from application.budget_guard import Unprojected
 from application.manual_tools import ManualTools
 from application.ports import LLM, BlobStore, LLMError
 from application.run_state import RunState
@@ -24,6 +25,7 @@ from application.runs import internal_failure
 from application.sessions import SessionService
 from application.tool_calls import ToolCalls
 from application.tools.registry import ToolRegistry
+from domain.budgets import BillingScope, BudgetExceeded, Spend, ThresholdCrossing
 from domain.context import MANUAL_PREFIX, content_block
 from domain.conversation import (
     ModelRequest,
@@ -83,7 +85,13 @@ class ReplayLLM:
         if isinstance(expected, S.AssistantTurnRecorded):
             yield _turn(expected)
         elif isinstance(expected, S.ContextCompacted) and not request.tools:
-            yield ModelTurn((TextBlock(expected.summary),), "end_turn", Usage(), "replay")
+            usage = Usage(
+                expected.input_tokens,
+                expected.output_tokens,
+                expected.cache_read_tokens,
+                expected.cache_write_tokens,
+            )
+            yield ModelTurn((TextBlock(expected.summary),), "end_turn", usage, expected.model)
         elif isinstance(expected, S.RunFailed):
             error = LLMError(expected.reason)
             error.code = expected.error_code
@@ -91,6 +99,44 @@ class ReplayLLM:
         else:  # the original was stopped here, mid-stream: wait to be cancelled the same way
             self.exhausted.set()
             await asyncio.Event().wait()
+
+
+class ReplayBudgets:
+    """Budgets as the stored log says they answered: a call refused for a budget is
+    refused again, and each threshold noted after a call is noted again."""
+
+    def __init__(self, llm: LLM) -> None:
+        assert isinstance(llm, ReplayLLM), "replay budgets follow the replayed log"
+        self.llm = llm
+
+    async def before_call(
+        self, scope: BillingScope, worst: Spend, unprojected: Unprojected
+    ) -> None:
+        at = self.llm.position()
+        expected = self.llm.stored[at] if at < len(self.llm.stored) else None
+        if isinstance(expected, S.RunFailed) and expected.error_code == BudgetExceeded.code:
+            raise BudgetExceeded(expected.reason)
+
+    async def after_call(
+        self, scope: BillingScope, session_id: UUID, unprojected: Unprojected
+    ) -> list[ThresholdCrossing]:
+        crossings = []
+        for e in self.llm.stored[self.llm.position() :]:
+            if not isinstance(e, S.BudgetThresholdReached):
+                break
+            crossings.append(
+                ThresholdCrossing(
+                    e.scope,
+                    e.scope_id,
+                    e.period,
+                    e.threshold,
+                    e.spent_usd,
+                    e.limit_usd,
+                    e.spent_tokens,
+                    e.limit_tokens,
+                )
+            )
+        return crossings
 
 
 def _turn(e: S.AssistantTurnRecorded) -> ModelTurn:
@@ -240,7 +286,7 @@ def _apply_input(
             | S.ToolResultRecorded() | S.ConfirmationRequested() | S.PlanUpdated()
             | S.FindingRecorded() | S.ProgressNoted() | S.StrikeRecorded()
             | S.RebootRequested() | S.ContextCompacted() | S.ArtifactCreated()
-            | S.RunCompleted() | S.RunFailed() | S.RunStopped()
+            | S.RunCompleted() | S.RunFailed() | S.RunStopped() | S.BudgetThresholdReached()
         ):  # fmt: skip
             pass  # the engine's own output: it must produce these by itself
         case _:

@@ -14,6 +14,7 @@ from uuid import UUID
 
 from application.bridge import SyncBridge
 from application.sessions import Receipt, SessionService
+from domain.budgets import BillingScope, Spend
 from domain.context import ContextBuilder
 from domain.events import SessionEvent
 from domain.ledger import Ledger
@@ -33,6 +34,9 @@ class RunState:
     log: list[SessionEvent] = field(default_factory=list)
     ledger: Ledger = field(default_factory=Ledger)
     context: ContextBuilder | None = None
+    billing: BillingScope | None = None  # whose budgets cover the run (known once it runs)
+    # (notification id, spend) of each model call this run recorded
+    spent: list[tuple[int, Spend]] = field(default_factory=list)
 
     async def load(self) -> None:
         self.log = list(await self.bridge(_events, self.sessions, self.session_id))
@@ -54,6 +58,11 @@ class RunState:
             if self.context is not None:
                 self.context.apply(e)
         return receipt
+
+    @property
+    def billing_scope(self) -> BillingScope:
+        assert self.billing is not None, "the run's billing scope is set when it starts"
+        return self.billing
 
     @property
     def settings(self) -> SessionSettings:

@@ -17,15 +17,25 @@ from typing import Literal
 from uuid import UUID
 
 from application.bridge import SyncBridge
+from application.budget_guard import BudgetGuard, NoBudgets
 from application.ports import LLM, BlobStore, DeltaSink, LLMError, TokenCounter
 from application.run_state import RunState
 from application.sessions import SessionService
 from application.tool_calls import ToolCalls
 from application.tools.registry import ToolRegistry
+from domain.budgets import BillingScope, BudgetExceeded, Spend
 from domain.context import ContextBuilder, ContextFrame, fold_messages
-from domain.conversation import SESSION_KEY, Message, ModelRequest, ModelTurn, TextBlock
+from domain.conversation import (
+    SESSION_KEY,
+    CacheTtl,
+    Message,
+    ModelRequest,
+    ModelTurn,
+    TextBlock,
+)
 from domain.policies import REBOOT_QUESTIONS, needs_compaction
-from domain.values import SessionSettings
+from domain.pricing import PriceTable
+from domain.values import ModelCallCost, SessionSettings
 
 RunEnd = Literal["completed", "failed", "suspended", "not_active"]
 
@@ -62,6 +72,7 @@ class EngineSettings:
     reboot_after: int = 8
     thinking_budget: int = 0
     system_prompt: str = SYSTEM_PROMPT
+    cache_ttl: CacheTtl = "5m"
 
 
 class AgentRunner:
@@ -77,6 +88,8 @@ class AgentRunner:
         blobs: BlobStore,
         counter: TokenCounter,
         deltas: DeltaSink,
+        prices: PriceTable,
+        budgets: BudgetGuard | None = None,
         settings: EngineSettings | None = None,
         worker: str | None = None,
     ) -> None:
@@ -88,6 +101,8 @@ class AgentRunner:
         self.counter = counter
         self.deltas = deltas
         self.settings = settings or EngineSettings()
+        self.prices = prices
+        self.budgets: BudgetGuard = budgets or NoBudgets()
         # Asked when built, not at import: a forked process has a pid of its own.
         self.worker = worker or this_worker()
 
@@ -99,6 +114,9 @@ class AgentRunner:
         session = await self.bridge(self.sessions.get_session, session_id)
         if session.active_run != run_id:
             return "not_active"
+        state.billing = BillingScope(
+            session.organization_id, session.team_id, session.workspace_id, session.owner_id
+        )
         if not state.has_started():
             await state.record(self.sessions.start_run, session_id, run_id, self.worker)
         if await self.tool_calls.work_through(state, recovering=recovering) == "suspended":
@@ -110,14 +128,17 @@ class AgentRunner:
                 return "completed"
             await self._maybe_reboot(state)
             try:
-                request = await self._request(state)
+                request, estimate = await self._request(state)
+                await self._check_budgets(state, request, estimate)
                 turn, latency_ms = await self._stream(session_id, request)
-            except LLMError as e:
+            except (LLMError, BudgetExceeded) as e:
                 await state.record(self.sessions.fail_run, session_id, run_id, str(e), e.code)
                 return "failed"
-            await state.record(
-                self.sessions.record_assistant_turn, session_id, run_id, turn, latency_ms
+            cost = self._cost(turn, request)
+            receipt = await state.record(
+                self.sessions.record_assistant_turn, session_id, run_id, turn, latency_ms, cost
             )
+            await self._after_call(state, receipt.notification_id, turn, cost)
             if not turn.tool_uses:
                 await state.record(self.sessions.complete_run, session_id, run_id, turn.stop_reason)
                 return "completed"
@@ -137,6 +158,7 @@ class AgentRunner:
             model=str(model) if model else None,
             max_tokens=self.settings.max_tokens,
             thinking_budget=self.settings.thinking_budget,
+            cache_ttl=self.settings.cache_ttl,
         )
 
     def _limit_reached(self, state: RunState) -> str | None:
@@ -157,31 +179,68 @@ class AgentRunner:
                 self.sessions.request_reboot, state.session_id, list(REBOOT_QUESTIONS), stalled
             )
 
-    async def _request(self, state: RunState) -> ModelRequest:
+    async def _request(self, state: RunState) -> tuple[ModelRequest, int]:
+        """The next request and its input estimate, compacting the context first if due."""
         assert state.context is not None
         request, estimate = state.context.request_and_estimate()
         if not needs_compaction(estimate, self.settings.context_window):
-            return request
+            return request, estimate
         through = state.ledger.last_turn_version - 1
         if through <= 1:
-            return request  # nothing older than the newest turn to fold away
-        summary = await self._summarize(state, through, state.context.frame)
+            return request, estimate  # nothing older than the newest turn to fold away
+        call, cache_ttl = await self._summarize(state, through, state.context.frame, estimate)
         measure = ContextBuilder(state.context.frame, self.counter.count)
         for e in state.log:
             measure.apply(e)
-        measure.compact(summary, through)
+        measure.compact(call.text, through)
         after = measure.request_and_estimate()[1]
-        await state.record(
-            self.sessions.record_compaction, state.session_id, summary, through, estimate, after
-        )
-        return state.context.request()
+        cost = self._cost(call, cache_ttl)
+        receipt = await state.record(
+            self.sessions.record_compaction, state.session_id, call.text, through, estimate,
+            after, call, cost,
+        )  # fmt: skip
+        await self._after_call(state, receipt.notification_id, call, cost)
+        return state.context.request_and_estimate()
 
-    async def _summarize(self, state: RunState, through: int, frame: ContextFrame) -> str:
+    async def _summarize(
+        self, state: RunState, through: int, frame: ContextFrame, estimate: int
+    ) -> tuple[ModelTurn, CacheTtl]:
+        """The model call that summarizes the log through `through` (its input is about
+        the size of the whole context, `estimate`)."""
         history = fold_messages([e for e in state.log if e.originator_version <= through])
         ask = Message("user", (TextBlock(COMPACTION_PROMPT),))
-        request = ModelRequest(frame.system, (), (*history, ask), model=frame.model)
+        request = ModelRequest(
+            frame.system, (), (*history, ask), model=frame.model, cache_ttl=frame.cache_ttl
+        )
+        await self._check_budgets(state, request, estimate)
         turn, _ = await self._stream(state.session_id, request, live=False)
-        return turn.text
+        return turn, request.cache_ttl
+
+    # -- what calls cost ------------------------------------------------------------
+
+    async def _check_budgets(self, state: RunState, request: ModelRequest, estimate: int) -> None:
+        """`BudgetExceeded` if the call's worst case could take a budget over its limit."""
+        model = request.model or self.settings.model or ""
+        max_tokens = request.max_tokens or self.settings.max_tokens or 0
+        worst_usd = self.prices.worst_case(model, estimate, max_tokens, request.cache_ttl)
+        worst = Spend(worst_usd, estimate + max_tokens)
+        await self.budgets.before_call(state.billing_scope, worst, state.spent)
+
+    def _cost(self, turn: ModelTurn, request_or_ttl: ModelRequest | CacheTtl) -> ModelCallCost:
+        ttl = request_or_ttl if isinstance(request_or_ttl, str) else request_or_ttl.cache_ttl
+        cost = self.prices.cost(turn.model, turn.usage, ttl)
+        return ModelCallCost(cost.usd, cost.price_version, cost.priced, ttl)
+
+    async def _after_call(
+        self, state: RunState, notification_id: int, call: ModelTurn, cost: ModelCallCost
+    ) -> None:
+        """Count the recorded call, and tell the session of each threshold it crossed."""
+        state.spent.append((notification_id, Spend(cost.usd, call.usage.total)))
+        crossings = await self.budgets.after_call(
+            state.billing_scope, state.session_id, state.spent
+        )
+        for crossing in crossings:
+            await state.record(self.sessions.note_budget_threshold, state.session_id, crossing)
 
     async def _stream(
         self, session_id: UUID, request: ModelRequest, *, live: bool = True

@@ -10,6 +10,7 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError, JSONTranscoder
 
 from application.transcodings import register_value_objects
+from domain.budgets import ThresholdCrossing
 from domain.conversation import ModelTurn
 from domain.errors import Conflict, SessionNotFound
 from domain.events import SessionEvent, as_session_event
@@ -18,6 +19,7 @@ from domain.session import AgentSession
 from domain.values import (
     ArtifactKind,
     Citation,
+    ModelCallCost,
     PlanItem,
     RiskLevel,
     SessionSettings,
@@ -60,6 +62,8 @@ class SessionService(Application[UUID]):
         task_type: str = "general",
         model: str = "",
         settings: SessionSettings | None = None,
+        organization_id: UUID | None = None,
+        team_id: UUID | None = None,
     ) -> Receipt:
         session = AgentSession.start(
             workspace_id=workspace_id,
@@ -68,6 +72,8 @@ class SessionService(Application[UUID]):
             task_type=task_type,
             model=model,
             settings=settings,
+            organization_id=organization_id,
+            team_id=team_id,
         )
         return self._save(session)
 
@@ -107,9 +113,18 @@ class SessionService(Application[UUID]):
         return self._change(session_id, lambda s: s.stop(reason))
 
     def record_assistant_turn(
-        self, session_id: UUID, run_id: UUID, turn: ModelTurn, latency_ms: int
+        self,
+        session_id: UUID,
+        run_id: UUID,
+        turn: ModelTurn,
+        latency_ms: int,
+        cost: ModelCallCost | None = None,
     ) -> Receipt:
-        return self._change(session_id, lambda s: s.record_assistant_turn(run_id, turn, latency_ms))
+        """Record a finished turn with what it cost (default: unpriced)."""
+        cost = cost or ModelCallCost()
+        return self._change(
+            session_id, lambda s: s.record_assistant_turn(run_id, turn, latency_ms, cost)
+        )
 
     def request_tool_call(
         self,
@@ -215,11 +230,28 @@ class SessionService(Application[UUID]):
         through_version: int,
         tokens_before: int,
         tokens_after: int,
+        call: ModelTurn | None = None,
+        cost: ModelCallCost | None = None,
     ) -> Receipt:
+        """Record a summary and the model call (`call`) that wrote it (None: no call)."""
+        cost = cost or ModelCallCost()
         return self._change(
             session_id,
-            lambda s: s.record_compaction(summary, through_version, tokens_before, tokens_after),
+            lambda s: s.record_compaction(
+                summary, through_version, tokens_before, tokens_after, call, cost
+            ),
         )
+
+    def note_budget_threshold(self, session_id: UUID, crossing: ThresholdCrossing) -> Receipt:
+        """Tell the session's stream that one of its calls crossed a budget threshold."""
+        c = crossing
+        return self._change(
+            session_id,
+            lambda s: s.note_budget_threshold(
+                c.scope, c.scope_id, c.period, c.threshold, c.spent_usd, c.limit_usd,
+                c.spent_tokens, c.limit_tokens,
+            ),
+        )  # fmt: skip
 
     def fork_session(self, session_id: UUID, at_version: int) -> Receipt:
         """A new session holding this one's log up to `at_version`, referring to it."""

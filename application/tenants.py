@@ -89,6 +89,15 @@ class Tenants(AccountStore):
         notification_id = self._save(organization)
         return TeamInfo(team_id, organization.teams[team_id], organization.id, notification_id)
 
+    def workspace_of(self, user_id: UUID, workspace_id: UUID) -> WorkspaceInfo:
+        """The workspace with its organization, team and the user's role; NotFound if the
+        user is not a member of its organization."""
+        for organization, role in self._memberships(user_id):
+            if workspace_id in organization.workspaces:
+                team_id, name = organization.workspaces[workspace_id]
+                return WorkspaceInfo(workspace_id, name, organization.id, team_id, role)
+        raise WorkspaceNotFound(workspace_id)
+
     def role_in_workspace(self, user_id: UUID, workspace_id: UUID) -> Role | None:
         for organization, role in self._memberships(user_id):
             if workspace_id in organization.workspaces:

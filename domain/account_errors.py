@@ -103,3 +103,10 @@ class Forbidden(DomainError):
 
     code = "FORBIDDEN"
     http_status = 403
+
+
+class BudgetNotFound(NotFound):
+    """No budget on that scope, or a scope the caller may not see: the two look the same."""
+
+    def __init__(self, scope: str, scope_id: UUID | str) -> None:
+        super().__init__(f"no {scope} budget for {scope_id}")

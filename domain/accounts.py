@@ -14,6 +14,7 @@ from uuid import UUID, uuid5
 from eventsourcing.domain import Aggregate, event
 
 from domain.account_errors import AlreadyMember, TokenReused, TokenRevoked
+from domain.budgets import BUDGET_EVENT_CLASSES, BudgetEvent
 from domain.errors import InvalidCommand
 
 Role = Literal["owner", "admin", "member", "viewer"]
@@ -282,4 +283,10 @@ TokenFamilyEvent = (
     | TokenFamily.RefreshTokenRotated
     | TokenFamily.TokenFamilyRevoked
 )
-AccountEvent = UserEvent | OrganizationEvent | TokenFamilyEvent
+AccountEvent = UserEvent | OrganizationEvent | TokenFamilyEvent | BudgetEvent
+ACCOUNT_EVENT_CLASSES: tuple[type[AccountEvent], ...] = (
+    *UserEvent.__args__,
+    *OrganizationEvent.__args__,
+    *TokenFamilyEvent.__args__,
+    *BUDGET_EVENT_CLASSES,
+)

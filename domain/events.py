@@ -26,6 +26,7 @@ SessionEvent: TypeAlias = (
     | S.StrikeRecorded
     | S.RebootRequested
     | S.ContextCompacted
+    | S.BudgetThresholdReached
     | S.ArtifactCreated
     | S.RunRequested
     | S.RunStarted

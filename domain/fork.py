@@ -30,6 +30,8 @@ def fork(parent: AgentSession, history: Sequence[SessionEvent], at_version: int)
         parent.settings,
         parent.id,
         at_version,
+        parent.organization_id,
+        parent.team_id,
     )
     for old in history:
         if 1 < old.originator_version <= at_version:

@@ -10,12 +10,13 @@ events up to date, so every event ever stored still loads.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.conversation import ModelTurn
+from domain.conversation import CacheTtl, ModelTurn, Usage
 from domain.errors import (
     ConfirmationAnswered,
     ConfirmationNotFound,
@@ -26,7 +27,9 @@ from domain.errors import (
 from domain.values import (
     TOOL_RESULT_STATUSES,
     ArtifactKind,
+    BudgetScope,
     Citation,
+    ModelCallCost,
     PlanItem,
     RiskLevel,
     SessionSettings,
@@ -41,6 +44,14 @@ from domain.values import (
 State = dict[str, Any]  # a stored event's or snapshot's decoded state, for upcasting
 
 
+def _unpriced_call(state: State) -> None:
+    """Model calls recorded before calls carried their cost: unpriced, never dropped."""
+    state.setdefault("cache_ttl", "5m")
+    state.setdefault("cost_usd", Decimal(0))
+    state.setdefault("price_version", "")
+    state.setdefault("priced", False)
+
+
 def _run_totals_unknown(state: State) -> None:
     """Runs that ended before events carried their totals: none known."""
     state.setdefault("tokens_used", 0)
@@ -50,13 +61,19 @@ def _run_totals_unknown(state: State) -> None:
 class AgentSession(Aggregate):
     """One agent session in a workspace."""
 
-    class_version = 2  # v2: typed settings; a run's tokens and last message
+    # v2: typed settings; a run's tokens and last message. v3: its organization and team
+    class_version = 3
 
     @staticmethod
     def upcast_v1_v2(state: State) -> None:
         state["settings"] = SessionSettings.of(state.get("settings"))
         state.setdefault("run_tokens", 0)
         state.setdefault("run_message_id", None)
+
+    @staticmethod
+    def upcast_v2_v3(state: State) -> None:
+        state.setdefault("organization_id", None)
+        state.setdefault("team_id", None)
 
     # -- events ----------------------------------------------------------------
 
@@ -69,12 +86,20 @@ class AgentSession(Aggregate):
         settings: SessionSettings
         parent_id: UUID | None
         parent_version: int | None
+        # Whom the session's spend is billed to (None: started before sessions said so).
+        organization_id: UUID | None
+        team_id: UUID | None
 
-        class_version = 2
+        class_version = 3
 
         @staticmethod
         def upcast_v1_v2(state: State) -> None:
             state["settings"] = SessionSettings.of(state.get("settings"))
+
+        @staticmethod
+        def upcast_v2_v3(state: State) -> None:
+            state.setdefault("organization_id", None)
+            state.setdefault("team_id", None)
 
     class UserMessageAppended(Aggregate.Event):
         text: str
@@ -91,6 +116,14 @@ class AgentSession(Aggregate):
         cache_read_tokens: int
         cache_write_tokens: int
         latency_ms: int
+        cache_ttl: CacheTtl  # the prompt-cache lifetime the call asked for
+        # What the call cost when recorded, by the price table of `price_version`.
+        cost_usd: Decimal
+        price_version: str
+        priced: bool  # False: no price matched the model (cost_usd is 0)
+
+        class_version = 2
+        upcast_v1_v2 = staticmethod(_unpriced_call)
 
         @property
         def tokens(self) -> int:
@@ -165,6 +198,36 @@ class AgentSession(Aggregate):
         through_version: int
         tokens_before: int
         tokens_after: int
+        # The model call that wrote the summary ("" and zeros: recorded before v2).
+        model: str
+        input_tokens: int
+        output_tokens: int
+        cache_read_tokens: int
+        cache_write_tokens: int
+        cache_ttl: CacheTtl
+        cost_usd: Decimal
+        price_version: str
+        priced: bool
+
+        class_version = 2
+
+        @staticmethod
+        def upcast_v1_v2(state: State) -> None:
+            state.update(model="", input_tokens=0, output_tokens=0, cache_read_tokens=0)
+            state.update(cache_write_tokens=0, cache_ttl="5m", cost_usd=Decimal(0))
+            state.update(price_version="", priced=True)
+
+    class BudgetThresholdReached(Aggregate.Event):
+        """A call of this session took a budget's spend this month past a threshold."""
+
+        scope: BudgetScope
+        scope_id: UUID
+        period: str  # the month, YYYY-MM (UTC)
+        threshold: int  # percent of the limit
+        spent_usd: Decimal
+        limit_usd: Decimal | None
+        spent_tokens: int
+        limit_tokens: int | None
 
     class ArtifactCreated(Aggregate.Event):
         kind: ArtifactKind
@@ -231,8 +294,12 @@ class AgentSession(Aggregate):
         settings: SessionSettings,
         parent_id: UUID | None,
         parent_version: int | None,
+        organization_id: UUID | None,
+        team_id: UUID | None,
     ) -> None:
         self.workspace_id = workspace_id
+        self.organization_id = organization_id
+        self.team_id = team_id
         self.owner_id = owner_id
         self.title = title
         self.task_type = task_type
@@ -261,6 +328,8 @@ class AgentSession(Aggregate):
         task_type: str = "general",
         model: str = "",
         settings: SessionSettings | None = None,
+        organization_id: UUID | None = None,
+        team_id: UUID | None = None,
     ) -> AgentSession:
         return cls(
             workspace_id,
@@ -271,6 +340,8 @@ class AgentSession(Aggregate):
             settings or SessionSettings(),
             None,
             None,
+            organization_id,
+            team_id,
         )
 
     # -- messages and turns -------------------------------------------------
@@ -288,12 +359,15 @@ class AgentSession(Aggregate):
     ) -> None:
         pass
 
-    def record_assistant_turn(self, run_id: UUID, turn: ModelTurn, latency_ms: int) -> None:
+    def record_assistant_turn(
+        self, run_id: UUID, turn: ModelTurn, latency_ms: int, cost: ModelCallCost
+    ) -> None:
         self._check_run(run_id)
         usage = turn.usage
         self._assistant_turn_recorded(
             run_id, turn_blocks(turn), turn.stop_reason, turn.model, usage.input_tokens,
             usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens, latency_ms,
+            cost.cache_ttl, cost.usd, cost.price_version, cost.priced,
         )  # fmt: skip
 
     @event(AssistantTurnRecorded)
@@ -308,6 +382,10 @@ class AgentSession(Aggregate):
         cache_read_tokens: int,
         cache_write_tokens: int,
         latency_ms: int,
+        cache_ttl: CacheTtl,
+        cost_usd: Decimal,
+        price_version: str,
+        priced: bool,
     ) -> None:
         if run_id == self.active_run:
             self.run_tokens += input_tokens + output_tokens + cache_read_tokens + cache_write_tokens
@@ -449,15 +527,55 @@ class AgentSession(Aggregate):
         pass
 
     def record_compaction(
-        self, summary: str, through_version: int, tokens_before: int, tokens_after: int
+        self,
+        summary: str,
+        through_version: int,
+        tokens_before: int,
+        tokens_after: int,
+        call: ModelTurn | None,
+        cost: ModelCallCost,
     ) -> None:
+        """Record a summary, and the model call that wrote it (`call`; None: none did)."""
         if not 1 <= through_version <= self.version:
             raise InvalidCommand(f"cannot compact through version {through_version}")
-        self._context_compacted(summary, through_version, tokens_before, tokens_after)
+        call = call or ModelTurn((), "end_turn", Usage(), "")
+        usage = call.usage
+        self._context_compacted(
+            summary, through_version, tokens_before, tokens_after, call.model, usage.input_tokens,
+            usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
+            cost.cache_ttl, cost.usd, cost.price_version, cost.priced,
+        )  # fmt: skip
 
     @event(ContextCompacted)
     def _context_compacted(
-        self, summary: str, through_version: int, tokens_before: int, tokens_after: int
+        self,
+        summary: str,
+        through_version: int,
+        tokens_before: int,
+        tokens_after: int,
+        model: str,
+        input_tokens: int,
+        output_tokens: int,
+        cache_read_tokens: int,
+        cache_write_tokens: int,
+        cache_ttl: CacheTtl,
+        cost_usd: Decimal,
+        price_version: str,
+        priced: bool,
+    ) -> None:
+        pass
+
+    @event(BudgetThresholdReached)
+    def note_budget_threshold(
+        self,
+        scope: BudgetScope,
+        scope_id: UUID,
+        period: str,
+        threshold: int,
+        spent_usd: Decimal,
+        limit_usd: Decimal | None,
+        spent_tokens: int,
+        limit_tokens: int | None,
     ) -> None:
         pass
 

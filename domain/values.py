@@ -8,9 +8,10 @@ event of any age loads as the same value.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Literal, TypedDict, cast
 
-from domain.conversation import ModelTurn, TextBlock, ThinkingBlock, ToolUseBlock
+from domain.conversation import CacheTtl, ModelTurn, TextBlock, ThinkingBlock, ToolUseBlock
 from domain.errors import InvalidCommand, MessageTooLarge
 
 MAX_MESSAGE_BYTES = 1024 * 1024
@@ -22,6 +23,7 @@ RiskLevel = Literal["safe", "risky"]
 PlanItemStatus = Literal["pending", "in_progress", "done", "skipped"]
 ConfirmationPolicy = Literal["always", "risky", "never"]
 ArtifactKind = Literal["report", "ppt", "code", "file"]
+BudgetScope = Literal["org", "team", "workspace", "user"]
 
 TOOL_RESULT_STATUSES: tuple[ToolResultStatus, ...] = (
     "success",
@@ -122,6 +124,16 @@ class SessionSettings:
             if value is not None:
                 raw[key] = value
         return raw
+
+
+@dataclass(frozen=True)
+class ModelCallCost:
+    """What one model call cost when it was recorded, and by which price table."""
+
+    usd: Decimal = Decimal(0)
+    price_version: str = ""
+    priced: bool = False  # False: no price matched the model, so `usd` is 0
+    cache_ttl: CacheTtl = "5m"  # the prompt-cache lifetime the call asked for
 
 
 def _optional_int(value: object) -> int | None:

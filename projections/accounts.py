@@ -16,7 +16,16 @@ from psycopg import Cursor
 from psycopg.rows import DictRow
 
 from application.accounts import AccountService, WorkspaceInfo
-from domain.accounts import AccountEvent, Organization, Role, TokenFamily, User, check_role
+from domain.accounts import (
+    ACCOUNT_EVENT_CLASSES,
+    AccountEvent,
+    Organization,
+    Role,
+    TokenFamily,
+    User,
+    check_role,
+)
+from domain.budgets import Budget
 from projections.view import Event, View
 
 TABLES = (
@@ -90,7 +99,7 @@ class AccountsView(View):
     clear_statements = tuple(f"DELETE FROM {table}" for table in TABLES)
 
     def apply_event(self, curs: Cursor[DictRow], event: Event) -> None:
-        if not isinstance(event, AccountEvent):
+        if not isinstance(event, ACCOUNT_EVENT_CLASSES):
             raise TypeError(f"not an account event: {event!r}")
         self._apply(curs, event)
 
@@ -130,6 +139,13 @@ class AccountsView(View):
                 | TokenFamily.TokenFamilyRevoked()
             ):
                 pass  # logins are not part of this read model
+            case (
+                Budget.BudgetCreated()
+                | Budget.BudgetSet()
+                | Budget.BudgetRemoved()
+                | Budget.ThresholdCrossed()
+            ):
+                pass  # budgets have a read model of their own
             case _:
                 assert_never(event)
 

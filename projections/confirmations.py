@@ -93,7 +93,8 @@ class ConfirmationsView(SessionView):
                 S.SessionStarted() | S.UserMessageAppended() | S.AssistantTurnRecorded()
                 | S.ToolCallRequested() | S.PlanUpdated() | S.FindingRecorded()
                 | S.ProgressNoted() | S.StrikeRecorded() | S.RebootRequested()
-                | S.ContextCompacted() | S.ArtifactCreated() | S.RunRequested()
+                | S.ContextCompacted() | S.BudgetThresholdReached() | S.ArtifactCreated()
+                | S.RunRequested()
                 | S.RunStarted() | S.RunCompleted() | S.RunFailed() | S.RunStopped()
                 | S.SessionRenamed() | S.SessionCompleted() | S.SessionArchived()
             ):  # fmt: skip

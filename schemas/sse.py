@@ -192,10 +192,23 @@ class Progress(Stored, tag="progress", frozen=True):
     text: str
 
 
-class Notice(Stored, tag="notice", frozen=True):
-    """Something about the agent's own course: a strike, a reboot, a compaction."""
+class BudgetNotice(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
+    """A budget's spend this month reached one of its thresholds (percent of a limit)."""
 
-    kind: Literal["strike", "reboot", "compaction"]
+    scope: Literal["org", "team", "workspace", "user"]
+    scope_id: UUID
+    period: str  # YYYY-MM (UTC)
+    threshold: int
+    spent_usd: str  # decimal, six places
+    limit_usd: str | None = None
+    spent_tokens: int
+    limit_tokens: int | None = None
+
+
+class Notice(Stored, tag="notice", frozen=True):
+    """Something about the agent's course: a strike, a reboot, a compaction, a budget."""
+
+    kind: Literal["strike", "reboot", "compaction", "budget"]
     tool: str | None = None
     error_signature: str | None = None
     count: int | None = None
@@ -205,6 +218,7 @@ class Notice(Stored, tag="notice", frozen=True):
     through_version: int | None = None
     tokens_before: int | None = None
     tokens_after: int | None = None
+    budget: BudgetNotice | None = None
 
 
 class Artifact(Stored, tag="artifact", frozen=True):

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from domain.conversation import TextDelta, ThinkingDelta
 from domain.events import SessionEvent
+from domain.pricing import usd_text
 from domain.session import AgentSession as S
 from domain.values import Citation, blocks_text, blocks_thinking, blocks_tool_uses
 from schemas import sse
@@ -20,7 +21,7 @@ from schemas import sse
 Turn = S.UserMessageAppended | S.AssistantTurnRecorded
 ToolEvent = S.ToolCallRequested | S.ToolResultRecorded | S.ConfirmationRequested
 Memory = S.PlanUpdated | S.FindingRecorded | S.ProgressNoted | S.ArtifactCreated
-Guard = S.StrikeRecorded | S.RebootRequested | S.ContextCompacted
+Guard = S.StrikeRecorded | S.RebootRequested | S.ContextCompacted | S.BudgetThresholdReached
 RunEvent = S.RunRequested | S.RunStarted | S.RunCompleted | S.RunFailed | S.RunStopped
 Lifecycle = S.SessionStarted | S.SessionRenamed | S.SessionCompleted | S.SessionArchived
 
@@ -45,7 +46,10 @@ def payloads(e: SessionEvent) -> list[sse.SsePayload]:
             ]
         case S.PlanUpdated() | S.FindingRecorded() | S.ProgressNoted() | S.ArtifactCreated():
             return [_memory(e)]
-        case S.StrikeRecorded() | S.RebootRequested() | S.ContextCompacted():
+        case (
+            S.StrikeRecorded() | S.RebootRequested() | S.ContextCompacted()
+            | S.BudgetThresholdReached()
+        ):  # fmt: skip
             return [_notice(e)]
         case S.RunRequested() | S.RunStarted() | S.RunCompleted() | S.RunFailed() | S.RunStopped():
             return [_run(e)]
@@ -202,6 +206,22 @@ def _notice(e: Guard) -> sse.Notice:
                 through_version=through,
                 tokens_before=e.tokens_before,
                 tokens_after=e.tokens_after,
+            )
+        case S.BudgetThresholdReached(scope=scope, scope_id=scope_id, threshold=threshold):
+            return sse.Notice(
+                version=v,
+                timestamp=at,
+                kind="budget",
+                budget=sse.BudgetNotice(
+                    scope=scope,
+                    scope_id=scope_id,
+                    period=e.period,
+                    threshold=threshold,
+                    spent_usd=usd_text(e.spent_usd),
+                    limit_usd=None if e.limit_usd is None else usd_text(e.limit_usd),
+                    spent_tokens=e.spent_tokens,
+                    limit_tokens=e.limit_tokens,
+                ),
             )
         case _:
             assert_never(e)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from functools import cache
 from uuid import UUID, uuid4
 
@@ -10,6 +11,7 @@ import jsonschema_rs
 
 from adapters.bootstrap import in_memory_sessions
 from application.sessions import SessionService
+from domain.budgets import ThresholdCrossing
 from domain.conversation import ModelTurn, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from domain.events import SessionEvent
 from domain.values import Citation, PlanItem
@@ -85,6 +87,12 @@ def _tools_and_memory(app: SessionService, sid: UUID) -> None:
     app.record_strike(sid, "search", "timeout", 1)
     app.request_reboot(sid, ["Where am I?"], 3)
     app.record_compaction(sid, "summary so far", 2, 1000, 100)
+    app.note_budget_threshold(
+        sid,
+        ThresholdCrossing(
+            "org", uuid4(), "2026-11", 80, Decimal("8.5"), Decimal(10), 85_000, 100_000
+        ),
+    )
     app.record_artifact(
         sid, "report", "report.md", "sha256:rep", size=10, sha256="abc", media_type="text/markdown"
     )
