@@ -12,6 +12,7 @@ from nats.aio.client import Client as NATS
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 
+from adapters.alert_webhook import AlertWebhook
 from adapters.container import Container
 from adapters.nats.connection import connect_nats
 from adapters.nats.feed import JetStreamFeed
@@ -41,6 +42,7 @@ class Services:
         `wait_for_nats`): the API and commands never wait for NATS."""
         connected = asyncio.Event()
         self._spawn(self._start_with_nats(connected), "nats connection")
+        self._start_alert_webhook()
         if wait_for_nats:
             await connected.wait()
 
@@ -70,6 +72,16 @@ class Services:
                 self.runners[name] = runner
                 self._spawn(runner.run(), f"projection {name}")
         connected.set()
+
+    def _start_alert_webhook(self) -> None:
+        """Deliver budget alerts to the webhook, when one is configured (no NATS needed)."""
+        s = self.container.settings
+        if s.alert_webhook is None or s.alert_webhook_secret is None:
+            return
+        webhook = AlertWebhook(
+            self.container.database_url, s.alert_webhook, s.alert_webhook_secret.encode()
+        )
+        self._spawn(webhook.run(), "alert webhook")
 
     def _start_relay(self, recorder: PostgresApplicationRecorder, stream: EventStream) -> Relay:
         c = self.container

@@ -82,7 +82,7 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
     "TOKENDANCE_ALERT_WEBHOOK": ("", "URL budget alerts are POSTed to as JSON (none: not sent)"),
     "TOKENDANCE_ALERT_WEBHOOK_SECRET": (
         "",
-        "key of the alerts' HMAC-SHA256 signature header (default: the JWT secret)",
+        "key of the alerts' HMAC-SHA256 signature header (required with the webhook)",
     ),
 }
 
@@ -160,7 +160,7 @@ class Settings:
             prices=Path(env["TOKENDANCE_PRICES"]) if env.get("TOKENDANCE_PRICES") else None,
             cache_ttl=_cache_ttl(get("TOKENDANCE_CACHE_TTL")),
             alert_webhook=env.get("TOKENDANCE_ALERT_WEBHOOK") or None,
-            alert_webhook_secret=env.get("TOKENDANCE_ALERT_WEBHOOK_SECRET") or None,
+            alert_webhook_secret=_webhook_secret(env),
         )
 
     def override(self, **changes: object) -> Settings:
@@ -196,6 +196,16 @@ def _int(value: str, name: str) -> int:
         return int(value)
     except ValueError:
         raise SystemExit(f"{name} must be an integer, not {value!r}") from None
+
+
+def _webhook_secret(env: Mapping[str, str]) -> str | None:
+    secret = env.get("TOKENDANCE_ALERT_WEBHOOK_SECRET") or None
+    if env.get("TOKENDANCE_ALERT_WEBHOOK") and (secret is None or len(secret.encode()) < 16):
+        raise SystemExit(
+            "TOKENDANCE_ALERT_WEBHOOK_SECRET (16 bytes or more) must be set with "
+            "TOKENDANCE_ALERT_WEBHOOK: receivers check each alert's signature with it"
+        )
+    return secret
 
 
 def _cache_ttl(value: str) -> CacheTtl:

@@ -43,6 +43,25 @@ class TeamInfo:
 
 
 @dataclass(frozen=True)
+class OrganizationInfo:
+    organization_id: UUID
+    name: str
+    role: Role
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Who a user is, and where: what a client needs to know its own ids."""
+
+    user_id: UUID
+    email: str
+    name: str
+    organizations: list[OrganizationInfo]
+    teams: list[TeamInfo]
+    workspaces: list[WorkspaceInfo]
+
+
+@dataclass(frozen=True)
 class Membership:
     organization_id: UUID
     user_id: UUID
@@ -88,6 +107,25 @@ class Tenants(AccountStore):
         organization.create_team(team_id, name)
         notification_id = self._save(organization)
         return TeamInfo(team_id, organization.teams[team_id], organization.id, notification_id)
+
+    def profile(self, user_id: UUID) -> Profile:
+        """The user with its organizations (and role in each), teams and workspaces."""
+        user = self._get(User, user_id)
+        if user is None:
+            raise UserNotFound()
+        memberships = list(self._memberships(user_id))
+        return Profile(
+            user_id,
+            user.email,
+            user.name,
+            [OrganizationInfo(o.id, o.name, role) for o, role in memberships],
+            [TeamInfo(t, name, o.id, 0) for o, _ in memberships for t, name in o.teams.items()],
+            self.workspaces_of(user_id),
+        )
+
+    def organization_roles(self, user_id: UUID) -> dict[UUID, Role]:
+        """The user's role in each of its organizations."""
+        return {o.id: role for o, role in self._memberships(user_id)}
 
     def workspace_of(self, user_id: UUID, workspace_id: UUID) -> WorkspaceInfo:
         """The workspace with its organization, team and the user's role; NotFound if the

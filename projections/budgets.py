@@ -19,8 +19,9 @@ from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
 from domain.accounts import ACCOUNT_EVENT_CLASSES
-from domain.budgets import BUDGET_EVENT_CLASSES, Budget, BudgetEvent
+from domain.budgets import BUDGET_EVENT_CLASSES, Budget, BudgetEvent, BudgetLimits, check_scope
 from domain.pricing import usd_text
+from domain.values import BudgetScope
 from projections.view import Event, View
 
 TABLES = ("budgets", "budget_alerts")
@@ -44,6 +45,13 @@ class AlertRow:
     limit_tokens: int | None
     session_id: UUID
     at: datetime
+
+
+@dataclass(frozen=True)
+class BudgetRow:
+    scope: BudgetScope
+    scope_id: UUID
+    limits: BudgetLimits
 
 
 class BudgetsView(View):
@@ -141,6 +149,32 @@ class BudgetsView(View):
             ).fetchall()
         return [AlertRow(**r) for r in rows]
 
+    def covering(
+        self,
+        organization_ids: list[UUID],
+        team_ids: list[UUID],
+        workspace_ids: list[UUID],
+        user_id: UUID,
+    ) -> list[BudgetRow]:
+        """The active budgets on these organizations, teams, workspaces and the user."""
+        with self.datastore.get_connection() as conn:
+            rows = conn.execute(
+                "SELECT scope, scope_id, monthly_usd, monthly_tokens, thresholds FROM budgets "
+                "WHERE active AND ((scope = 'org' AND scope_id = ANY(%s)) "
+                "OR (scope = 'team' AND scope_id = ANY(%s)) "
+                "OR (scope = 'workspace' AND scope_id = ANY(%s)) "
+                "OR (scope = 'user' AND scope_id = %s)) ORDER BY scope, scope_id",
+                (organization_ids, team_ids, workspace_ids, user_id),
+            ).fetchall()
+        return [
+            BudgetRow(
+                check_scope(r["scope"]),
+                r["scope_id"],
+                BudgetLimits(r["monthly_usd"], r["monthly_tokens"], tuple(r["thresholds"])),
+            )
+            for r in rows
+        ]
+
     def all_rows(self) -> dict[str, list[dict[str, object]]]:
         with self.datastore.get_connection() as conn:
             return {
@@ -153,9 +187,19 @@ def _alert(curs: Cursor[DictRow], e: Budget.ThresholdCrossed) -> None:
     curs.execute(
         "INSERT INTO budget_alerts SELECT budget_id, %s, scope, scope_id, organization_id, "
         "%s, %s, %s, %s, %s, %s, %s, %s FROM budgets WHERE budget_id = %s",
-        (e.originator_version, e.period, e.threshold, e.spent_usd, e.limit_usd, e.spent_tokens,
-         e.limit_tokens, e.session_id, e.timestamp, e.originator_id),
-    )  # fmt: skip
+        (
+            e.originator_version,
+            e.period,
+            e.threshold,
+            e.spent_usd,
+            e.limit_usd,
+            e.spent_tokens,
+            e.limit_tokens,
+            e.session_id,
+            e.timestamp,
+            e.originator_id,
+        ),
+    )
     alert_id = f"{e.originator_id}:{e.originator_version}"
     payload = {
         "type": "budget.threshold_crossed",

@@ -174,7 +174,9 @@ def _call(
          "cost": e.cost_usd, "pv": e.price_version, "priced": e.priced},
     )  # fmt: skip
     curs.execute(
-        "INSERT INTO usage_daily SELECT organization_id, %(day)s, team_id, workspace_id, "
+        "INSERT INTO usage_daily (organization_id, day, team_id, workspace_id, user_id, "
+        "model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, "
+        "calls, unpriced_calls) SELECT organization_id, %(day)s, team_id, workspace_id, "
         "user_id, %(model)s, %(i)s, %(o)s, %(cr)s, %(cw)s, %(cost)s, 1, %(unpriced)s "
         "FROM usage_sessions WHERE session_id = %(sid)s AND copied_through < %(version)s "
         "ON CONFLICT (organization_id, day, team_id, workspace_id, user_id, model) "

@@ -35,10 +35,12 @@ from adapters.http.session_stream import HitlController, StreamController
 from adapters.http.sessions import SessionController
 from adapters.http.tools import ToolController
 from adapters.http.uploads import SessionUploads, UploadController
+from adapters.http.usage import Billing, UsageController
 from adapters.nats.session_feed import SessionFeed
 from adapters.services import Services
 from adapters.system import Engine
 from projections.accounts import AccountsView, WorkspaceDirectory
+from projections.budgets import BudgetsView
 from projections.confirmations import ConfirmationsView
 from projections.sessions import SessionsView
 from projections.working_memory import WorkingMemoryView
@@ -46,7 +48,8 @@ from projections.working_memory import WorkingMemoryView
 MAX_BODY = 2 * 1024 * 1024  # a 1 MiB message plus its JSON envelope fits; more is refused
 HANDLERS: list[ControllerRouterHandler] = [
     OpsController, AuthController, WorkspaceController, SessionController, StreamController,
-    ChatController, HitlController, ToolController, UploadController, metrics_endpoint,
+    ChatController, HitlController, ToolController, UploadController, UsageController,
+    metrics_endpoint,
 ]  # fmt: skip
 
 
@@ -153,6 +156,12 @@ def _accounts_view(container: Container) -> AccountsView:
     return view
 
 
+def _budgets_view(container: Container) -> BudgetsView:
+    view = container.views[BudgetsView.name]
+    assert isinstance(view, BudgetsView)
+    return view
+
+
 def _log_recorder(container: Container, view: str) -> PostgresApplicationRecorder:
     recorder = container.log_of(view).recorder
     assert isinstance(recorder, PostgresApplicationRecorder)
@@ -176,6 +185,7 @@ def _dependencies(
         "blobs": engine.blobs,
         "probes": probes,
         "workspaces": WorkspaceDirectory(_accounts_view(container), container.accounts),
+        "billing": Billing(container.usage, _budgets_view(container)),
     }
     return {
         name: Provide(_constant(value), sync_to_thread=False) for name, value in provided.items()

@@ -9,7 +9,7 @@ from litestar import Request
 from litestar.datastructures import State
 
 from adapters.http.read_your_writes import ViewWaiter
-from application.accounts import AccountService, Principal
+from application.accounts import AccountService, Principal, WorkspaceInfo
 from application.bridge import SyncBridge
 from application.sessions import SessionService
 from domain.account_errors import WorkspaceNotFound
@@ -50,6 +50,14 @@ class Access:
         return await self.bridge(
             self.accounts.authorize, principal.user_id, workspace_id, write=write
         )
+
+    async def workspace_info(
+        self, principal: Principal, workspace_id: UUID, *, write: bool = False
+    ) -> WorkspaceInfo:
+        """The workspace with its organization and team, if the caller may see it (or
+        change it): NotFound when it may not see it, Forbidden when it may not change it."""
+        await self.workspace(principal, workspace_id, write=write)
+        return await self.bridge(self.accounts.workspace_of, principal.user_id, workspace_id)
 
     async def session(
         self, principal: Principal, session_id: UUID, *, write: bool = False

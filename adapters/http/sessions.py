@@ -47,11 +47,13 @@ class SessionController(Controller):
         self, data: SessionCreate, request: Caller, access: Access, sessions: SessionService,
         bridge: SyncBridge,
     ) -> SessionOut:  # fmt: skip
-        await access.workspace(request.user, data.workspace_id, write=True)
+        workspace = await access.workspace_info(request.user, data.workspace_id, write=True)
         settings = _settings(data)
         receipt = await bridge(
             sessions.start_session,
             workspace_id=data.workspace_id,
+            organization_id=workspace.organization_id,
+            team_id=workspace.team_id,
             owner_id=request.user.user_id,
             title=data.title,
             task_type=data.task_type,

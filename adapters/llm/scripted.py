@@ -175,7 +175,7 @@ class ScriptedLLM:
         content.extend(tool_uses)
         stop_reason = turn.stop_reason or ("tool_use" if tool_uses else "end_turn")
         usage = turn.usage or self._estimate_usage(turn, request)
-        return ModelTurn(tuple(content), stop_reason, usage, self.model)
+        return ModelTurn(tuple(content), stop_reason, usage, request.model or self.model)
 
     def _new_tool_id(self, session: str) -> str:
         self._tool_ids[session] = number = self._tool_ids.get(session, 0) + 1

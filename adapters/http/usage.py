@@ -1,0 +1,291 @@
+"""Usage analytics, budgets and alerts, and the caller's own ids (`/auth/me`).
+
+A member sees their own usage; an organization's owners and admins see all of it.
+Another tenant's workspace, user or budget answers 404, as everywhere else.
+`Accept: text/csv` turns a usage report into CSV with the same columns.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Annotated, cast
+from uuid import UUID
+
+from litestar import Controller, Response, delete, get, put
+from litestar.params import Parameter
+from litestar.status_codes import HTTP_204_NO_CONTENT
+
+from adapters.http.deps import Access, Caller
+from application.accounts import AccountService
+from application.bridge import SyncBridge
+from application.budget_guard import period_of
+from domain.accounts import MANAGING_ROLES
+from domain.budgets import BudgetLimits, check_scope
+from domain.errors import InvalidCommand, NotFound, SessionNotFound
+from domain.pricing import usd_text
+from projections.budgets import BudgetsView
+from projections.usage_queries import (
+    COLUMNS,
+    GROUP_KEYS,
+    Figures,
+    GroupKey,
+    UsageFilter,
+    UsageQueries,
+    Visibility,
+)
+from schemas import usage as wire
+from schemas.api import WorkspaceOut
+
+CSV_TYPE = "text/csv"
+
+
+@dataclass(frozen=True)
+class Billing:
+    """The read models usage and budget requests answer from."""
+
+    usage: UsageQueries
+    budgets: BudgetsView
+
+
+class UsageController(Controller):
+    path = "/api/v1"
+    tags = ["usage"]
+
+    @get("/usage", media_type="application/json")
+    async def usage(
+        self,
+        request: Caller,
+        access: Access,
+        accounts: AccountService,
+        billing: Billing,
+        bridge: SyncBridge,
+        group_by: str = "model",
+        start: Annotated[str | None, Parameter(query="from")] = None,
+        to: str | None = None,
+        workspace_id: UUID | None = None,
+        user_id: UUID | None = None,
+        model: str | None = None,
+    ) -> Response[wire.UsageReport] | Response[str]:
+        """Tokens and cost grouped by `group_by` (comma-separated: org, team, workspace,
+        user, session, model, day) over UTC days `from`..`to` (default: this month)."""
+        keys = _group_keys(group_by)
+        first, last = _dates(start, to)
+        who = await _visibility(request.user.user_id, accounts, bridge)
+        if workspace_id is not None:
+            await access.workspace(request.user, workspace_id)
+        if user_id is not None and user_id != who.user_id:
+            roles = await bridge(accounts.organization_roles, user_id)
+            if not set(roles) & set(who.whole):
+                raise NotFound(f"user {user_id} not found")
+        where = UsageFilter(first, last, workspace_id, user_id, model)
+        groups = await bridge(billing.usage.usage, who, where, keys)
+        items = [_item(g.keys, g.figures) for g in groups]
+        totals = sum((g.figures for g in groups), Figures())
+        report = wire.UsageReport(
+            items=items, totals=_figures(totals), from_=first.isoformat(), to=last.isoformat()
+        )
+        if CSV_TYPE in request.headers.get("accept", ""):
+            return Response(_csv(keys, report), media_type=CSV_TYPE)
+        return Response(report)
+
+    @get("/sessions/{session_id:uuid}/usage")
+    async def session_usage(
+        self, session_id: UUID, request: Caller, access: Access, billing: Billing,
+        bridge: SyncBridge, accounts: AccountService,
+    ) -> wire.SessionUsage:  # fmt: skip
+        """A session's model calls, by run and one by one."""
+        session = await access.session(request.user, session_id)
+        who = await _visibility(request.user.user_id, accounts, bridge)
+        if session.owner_id != who.user_id and session.organization_id not in who.whole:
+            raise SessionNotFound(session_id)  # a member sees their own usage only
+        calls = await bridge(billing.usage.session_calls, session_id)
+        runs: dict[UUID | None, Figures] = {}
+        for c in calls:
+            runs[c.run_id] = runs.get(c.run_id, Figures()) + c.figures
+        return wire.SessionUsage(
+            totals=_figures(sum((c.figures for c in calls), Figures())),
+            runs=[wire.RunUsage(run_id=r, **_numbers(f)) for r, f in runs.items()],  # type: ignore[arg-type]
+            calls=[
+                wire.CallUsage(
+                    run_id=c.run_id,
+                    version=c.version,
+                    kind=cast(wire.CallKind, c.kind),
+                    model=c.model,
+                    at=c.at,
+                    price_version=c.price_version,
+                    **_numbers(c.figures),  # type: ignore[arg-type]
+                )
+                for c in calls
+            ],
+        )
+
+    @get("/auth/me", tags=["auth"])
+    async def me(self, request: Caller, accounts: AccountService, bridge: SyncBridge) -> wire.MeOut:
+        """The caller's id, email and name, and its organizations, teams and workspaces."""
+        p = await bridge(accounts.profile, request.user.user_id)
+        return wire.MeOut(
+            id=p.user_id,
+            email=p.email,
+            name=p.name,
+            organizations=[
+                wire.OrganizationOut(o.organization_id, o.name, o.role) for o in p.organizations
+            ],
+            teams=[wire.TeamOut(t.team_id, t.name, t.organization_id) for t in p.teams],
+            workspaces=[
+                WorkspaceOut(w.workspace_id, w.name, w.organization_id, w.team_id, w.role)
+                for w in p.workspaces
+            ],
+        )
+
+    # -- budgets ------------------------------------------------------------------
+
+    @put("/budgets/{scope:str}/{scope_id:uuid}")
+    async def set_budget(
+        self, scope: str, scope_id: UUID, data: wire.BudgetBody, request: Caller,
+        accounts: AccountService, billing: Billing, bridge: SyncBridge,
+    ) -> wire.BudgetOut:  # fmt: skip
+        """Set a monthly budget (owners and admins for org, team and workspace ones)."""
+        checked = check_scope(scope)
+        limits = BudgetLimits.of(data.monthly_usd, data.monthly_tokens, data.thresholds)
+        await bridge(accounts.set_budget, request.user.user_id, checked, scope_id, limits)
+        period = period_of(datetime.now(UTC))
+        spent = await bridge(billing.usage.spend, [(checked, scope_id)], period)
+        return _budget(checked, scope_id, limits, period, spent.get(f"{checked}:{scope_id}"))
+
+    @delete("/budgets/{scope:str}/{scope_id:uuid}", status_code=HTTP_204_NO_CONTENT)
+    async def remove_budget(
+        self, scope: str, scope_id: UUID, request: Caller, accounts: AccountService,
+        bridge: SyncBridge,
+    ) -> None:  # fmt: skip
+        await bridge(accounts.remove_budget, request.user.user_id, check_scope(scope), scope_id)
+
+    @get("/budgets")
+    async def list_budgets(
+        self, request: Caller, accounts: AccountService, billing: Billing, bridge: SyncBridge
+    ) -> wire.BudgetList:
+        """The budgets that cover the caller, with what was spent against them this month."""
+        profile = await bridge(accounts.profile, request.user.user_id)
+        period = period_of(datetime.now(UTC))
+        rows = await bridge(
+            billing.budgets.covering,
+            [o.organization_id for o in profile.organizations],
+            [t.team_id for t in profile.teams],
+            [w.workspace_id for w in profile.workspaces],
+            profile.user_id,
+        )
+        spent = await bridge(billing.usage.spend, [(r.scope, r.scope_id) for r in rows], period)
+        return wire.BudgetList(
+            items=[
+                _budget(r.scope, r.scope_id, r.limits, period, spent.get(f"{r.scope}:{r.scope_id}"))
+                for r in rows
+            ]
+        )
+
+    @get("/budgets/alerts")
+    async def alerts(
+        self, request: Caller, accounts: AccountService, billing: Billing, bridge: SyncBridge,
+        limit: Annotated[int, Parameter(ge=1, le=1000)] = 100,
+    ) -> wire.AlertList:  # fmt: skip
+        """Thresholds crossed, newest first: the caller's organizations' and their own."""
+        roles = await bridge(accounts.organization_roles, request.user.user_id)
+        rows = await bridge(billing.budgets.alerts, list(roles), request.user.user_id, limit)
+        return wire.AlertList(
+            items=[
+                wire.AlertOut(
+                    alert_id=a.alert_id,
+                    scope=cast(wire.Scope, a.scope),
+                    scope_id=a.scope_id,
+                    period=a.period,
+                    threshold=a.threshold,
+                    spent_usd=usd_text(a.spent_usd),
+                    limit_usd=None if a.limit_usd is None else usd_text(a.limit_usd),
+                    spent_tokens=a.spent_tokens,
+                    limit_tokens=a.limit_tokens,
+                    session_id=a.session_id,
+                    at=a.at,
+                )
+                for a in rows
+            ]
+        )
+
+
+async def _visibility(user_id: UUID, accounts: AccountService, bridge: SyncBridge) -> Visibility:
+    roles = await bridge(accounts.organization_roles, user_id)
+    whole = [o for o, role in roles.items() if role in MANAGING_ROLES]
+    return Visibility(user_id, whole, [o for o in roles if o not in whole])
+
+
+def _group_keys(raw: str) -> list[GroupKey]:
+    keys = [k.strip() for k in raw.split(",") if k.strip()]
+    unknown = [k for k in keys if k not in GROUP_KEYS]
+    if unknown or len(set(keys)) != len(keys):
+        raise InvalidCommand(
+            f"group_by takes distinct keys of {', '.join(GROUP_KEYS)}; not {', '.join(unknown)}"
+            if unknown
+            else "group_by names a key twice"
+        )
+    return cast(list[GroupKey], keys)
+
+
+def _dates(start: str | None, to: str | None) -> tuple[date, date]:
+    today = datetime.now(UTC).date()
+    first = _date(start, "from") if start else today.replace(day=1)
+    last = _date(to, "to") if to else today
+    if first > last:
+        raise InvalidCommand(f"from ({first}) is after to ({last})")
+    return first, last
+
+
+def _date(raw: str, name: str) -> date:
+    try:
+        return date.fromisoformat(raw)
+    except ValueError:
+        raise InvalidCommand(f"{name} must be a date, YYYY-MM-DD; not {raw!r}") from None
+
+
+def _numbers(f: Figures) -> dict[str, object]:
+    return {
+        "input_tokens": f.input_tokens, "output_tokens": f.output_tokens,
+        "cache_read_tokens": f.cache_read_tokens, "cache_write_tokens": f.cache_write_tokens,
+        "cost_usd": usd_text(f.cost_usd), "calls": f.calls, "unpriced_calls": f.unpriced_calls,
+    }  # fmt: skip
+
+
+def _figures(f: Figures) -> wire.Figures:
+    return wire.Figures(**_numbers(f))  # type: ignore[arg-type]
+
+
+def _item(keys: dict[str, object], f: Figures) -> wire.UsageItem:
+    values = {k: (v.isoformat() if isinstance(v, date) else v) for k, v in keys.items()}
+    return wire.UsageItem(**values, **_numbers(f))  # type: ignore[arg-type]
+
+
+def _budget(
+    scope: wire.Scope, scope_id: UUID, limits: BudgetLimits, period: str, spent: object
+) -> wire.BudgetOut:
+    usd = getattr(spent, "usd", None)
+    tokens = getattr(spent, "tokens", 0)
+    return wire.BudgetOut(
+        scope=scope,
+        scope_id=scope_id,
+        monthly_usd=None if limits.monthly_usd is None else usd_text(limits.monthly_usd),
+        monthly_tokens=limits.monthly_tokens,
+        thresholds=list(limits.thresholds),
+        period=period,
+        spent_usd=usd_text(usd) if usd is not None else "0.000000",
+        spent_tokens=int(tokens),
+    )
+
+
+def _csv(keys: list[GroupKey], report: wire.UsageReport) -> str:
+    names = [COLUMNS[k][1] for k in keys]
+    numbers = list(wire.Figures.__struct_fields__)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([*names, *numbers])
+    for item in report.items:
+        writer.writerow([getattr(item, n) for n in [*names, *numbers]])
+    return out.getvalue()
