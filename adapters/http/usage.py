@@ -15,6 +15,7 @@ from typing import Annotated, cast
 from uuid import UUID
 
 from litestar import Controller, Response, delete, get, put
+from litestar.exceptions import ValidationException
 from litestar.params import Parameter
 from litestar.status_codes import HTTP_204_NO_CONTENT
 
@@ -26,6 +27,7 @@ from domain.accounts import MANAGING_ROLES
 from domain.budgets import BudgetLimits, check_scope
 from domain.errors import InvalidCommand, NotFound, SessionNotFound
 from domain.pricing import usd_text
+from domain.values import BudgetScope
 from projections.budgets import BudgetsView
 from projections.usage_queries import (
     COLUMNS,
@@ -142,25 +144,28 @@ class UsageController(Controller):
 
     # -- budgets ------------------------------------------------------------------
 
-    @put("/budgets/{scope:str}/{scope_id:uuid}")
+    @put("/budgets/{budget_scope:str}/{scope_id:uuid}")
     async def set_budget(
-        self, scope: str, scope_id: UUID, data: wire.BudgetBody, request: Caller,
+        self, budget_scope: str, scope_id: UUID, data: wire.BudgetBody, request: Caller,
         accounts: AccountService, billing: Billing, bridge: SyncBridge,
     ) -> wire.BudgetOut:  # fmt: skip
         """Set a monthly budget (owners and admins for org, team and workspace ones)."""
-        checked = check_scope(scope)
-        limits = BudgetLimits.of(data.monthly_usd, data.monthly_tokens, data.thresholds)
+        try:
+            checked = check_scope(budget_scope)
+            limits = BudgetLimits.of(data.monthly_usd, data.monthly_tokens, data.thresholds)
+        except InvalidCommand as e:
+            raise ValidationException(str(e)) from None
         await bridge(accounts.set_budget, request.user.user_id, checked, scope_id, limits)
         period = period_of(datetime.now(UTC))
         spent = await bridge(billing.usage.spend, [(checked, scope_id)], period)
         return _budget(checked, scope_id, limits, period, spent.get(f"{checked}:{scope_id}"))
 
-    @delete("/budgets/{scope:str}/{scope_id:uuid}", status_code=HTTP_204_NO_CONTENT)
+    @delete("/budgets/{budget_scope:str}/{scope_id:uuid}", status_code=HTTP_204_NO_CONTENT)
     async def remove_budget(
-        self, scope: str, scope_id: UUID, request: Caller, accounts: AccountService,
+        self, budget_scope: str, scope_id: UUID, request: Caller, accounts: AccountService,
         bridge: SyncBridge,
     ) -> None:  # fmt: skip
-        await bridge(accounts.remove_budget, request.user.user_id, check_scope(scope), scope_id)
+        await bridge(accounts.remove_budget, request.user.user_id, _scope(budget_scope), scope_id)
 
     @get("/budgets")
     async def list_budgets(
@@ -218,11 +223,18 @@ async def _visibility(user_id: UUID, accounts: AccountService, bridge: SyncBridg
     return Visibility(user_id, whole, [o for o in roles if o not in whole])
 
 
+def _scope(raw: str) -> BudgetScope:
+    try:
+        return check_scope(raw)
+    except InvalidCommand as e:
+        raise ValidationException(str(e)) from None
+
+
 def _group_keys(raw: str) -> list[GroupKey]:
     keys = [k.strip() for k in raw.split(",") if k.strip()]
     unknown = [k for k in keys if k not in GROUP_KEYS]
     if unknown or len(set(keys)) != len(keys):
-        raise InvalidCommand(
+        raise ValidationException(
             f"group_by takes distinct keys of {', '.join(GROUP_KEYS)}; not {', '.join(unknown)}"
             if unknown
             else "group_by names a key twice"
@@ -235,7 +247,7 @@ def _dates(start: str | None, to: str | None) -> tuple[date, date]:
     first = _date(start, "from") if start else today.replace(day=1)
     last = _date(to, "to") if to else today
     if first > last:
-        raise InvalidCommand(f"from ({first}) is after to ({last})")
+        raise ValidationException(f"from ({first}) is after to ({last})")
     return first, last
 
 
@@ -243,7 +255,7 @@ def _date(raw: str, name: str) -> date:
     try:
         return date.fromisoformat(raw)
     except ValueError:
-        raise InvalidCommand(f"{name} must be a date, YYYY-MM-DD; not {raw!r}") from None
+        raise ValidationException(f"{name} must be a date, YYYY-MM-DD; not {raw!r}") from None
 
 
 def _numbers(f: Figures) -> dict[str, object]:
