@@ -18,6 +18,7 @@ from adapters.embedded import EmbeddedServers, LeaseHeld
 from adapters.llm.scripted import check_llm_spec
 from adapters.settings import Settings
 from adapters.system import System
+from adapters.usage_report import add_arguments as add_usage_arguments
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -56,6 +57,10 @@ def _parser() -> argparse.ArgumentParser:
     replay = commands.add_parser("replay", help="re-run a session's log and check it matches")
     replay.add_argument("session_id", type=_uuid, help="the session to replay")
     replay.set_defaults(func=_replay)
+
+    usage = commands.add_parser("usage", help="tokens and cost, grouped, as a table")
+    add_usage_arguments(usage)
+    usage.set_defaults(func=_usage)
 
     projections = commands.add_parser("projections", help="manage read models")
     projection_commands = projections.add_subparsers(required=True, metavar="ACTION")
@@ -146,6 +151,13 @@ def _replay(settings: Settings, args: argparse.Namespace) -> None:
     with _system(settings, relay=False, projections=False) as system:
         identical = asyncio.run(run_replay(system, args.session_id))
     sys.exit(0 if identical else 1)
+
+
+def _usage(settings: Settings, args: argparse.Namespace) -> None:
+    from adapters.usage_report import report
+
+    with _system(settings, relay=False, projections=False) as system:
+        print(report(system.container.usage, args))
 
 
 def _uuid(text: str) -> UUID:

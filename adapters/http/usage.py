@@ -20,6 +20,7 @@ from litestar.params import Parameter
 from litestar.status_codes import HTTP_204_NO_CONTENT
 
 from adapters.http.deps import Access, Caller
+from adapters.usage_params import UsageParamError, day_range, group_keys
 from application.accounts import AccountService
 from application.bridge import SyncBridge
 from application.budget_guard import period_of
@@ -31,7 +32,6 @@ from domain.values import BudgetScope
 from projections.budgets import BudgetsView
 from projections.usage_queries import (
     COLUMNS,
-    GROUP_KEYS,
     Figures,
     GroupKey,
     UsageFilter,
@@ -73,8 +73,10 @@ class UsageController(Controller):
     ) -> Response[wire.UsageReport] | Response[str]:
         """Tokens and cost grouped by `group_by` (comma-separated: org, team, workspace,
         user, session, model, day) over UTC days `from`..`to` (default: this month)."""
-        keys = _group_keys(group_by)
-        first, last = _dates(start, to)
+        try:
+            keys, (first, last) = group_keys(group_by), day_range(start, to)
+        except UsageParamError as e:
+            raise ValidationException(str(e)) from None
         who = await _visibility(request.user.user_id, accounts, bridge)
         if workspace_id is not None:
             await access.workspace(request.user, workspace_id)
@@ -228,34 +230,6 @@ def _scope(raw: str) -> BudgetScope:
         return check_scope(raw)
     except InvalidCommand as e:
         raise ValidationException(str(e)) from None
-
-
-def _group_keys(raw: str) -> list[GroupKey]:
-    keys = [k.strip() for k in raw.split(",") if k.strip()]
-    unknown = [k for k in keys if k not in GROUP_KEYS]
-    if unknown or len(set(keys)) != len(keys):
-        raise ValidationException(
-            f"group_by takes distinct keys of {', '.join(GROUP_KEYS)}; not {', '.join(unknown)}"
-            if unknown
-            else "group_by names a key twice"
-        )
-    return cast(list[GroupKey], keys)
-
-
-def _dates(start: str | None, to: str | None) -> tuple[date, date]:
-    today = datetime.now(UTC).date()
-    first = _date(start, "from") if start else today.replace(day=1)
-    last = _date(to, "to") if to else today
-    if first > last:
-        raise ValidationException(f"from ({first}) is after to ({last})")
-    return first, last
-
-
-def _date(raw: str, name: str) -> date:
-    try:
-        return date.fromisoformat(raw)
-    except ValueError:
-        raise ValidationException(f"{name} must be a date, YYYY-MM-DD; not {raw!r}") from None
 
 
 def _numbers(f: Figures) -> dict[str, object]:

@@ -8,17 +8,25 @@ when the budget is lifted); thresholds alert once each; another tenant sees none
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import threading
 from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
 
-from tests.e2e.client import read_sse, settled, sign_up
+from adapters.alert_webhook import verify
+from tests.e2e.client import E2E_JWT_SECRET, Server, read_sse, settled, sign_up, wait_until
 from tests.e2e.conftest import StartServer
 
 pytestmark = [pytest.mark.e2e]
 
 CALL = Decimal("0.012225")
+SECRET = b"a webhook secret of the test"
 
 
 def login(server: httpx.Client, email: str) -> tuple[dict[str, object], httpx.Client]:
@@ -37,8 +45,57 @@ def run_once(http: httpx.Client, session_id: object, text: str) -> list[dict[str
     return [{**e.data, "type": e.event} for e in read.events]
 
 
+class Receiver:
+    """A webhook that refuses its first delivery and records every one."""
+
+    def __init__(self) -> None:
+        self.deliveries: list[tuple[int, dict[str, str], bytes]] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                status = 500 if not receiver.deliveries else 200
+                receiver.deliveries.append((status, dict(self.headers), body))
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}/alerts"
+
+    def delivered(self) -> list[dict[str, object]]:
+        bodies = [json.loads(body) for status, _, body in self.deliveries if status == 200]
+        return sorted(bodies, key=lambda b: int(b["threshold"]))
+
+
+def usage_command(server: Server, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOKENDANCE_")}
+    env.update(
+        TOKENDANCE_DATABASE_URL=server.database_url,
+        TOKENDANCE_NATS_URL=server.nats_url,
+        TOKENDANCE_NATS_STREAM=server.stream,
+        TOKENDANCE_JWT_SECRET=E2E_JWT_SECRET,
+        TOKENDANCE_DATA_DIR=str(server.data_dir),
+        TOKENDANCE_LOG_LEVEL="WARNING",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "adapters.cli", "usage", *args],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def test_usage_budgets_and_alerts(start_server: StartServer) -> None:
-    server = start_server("budget", extra_env={"TOKENDANCE_MAX_TOKENS": "100"})
+    receiver = Receiver()
+    env = {"TOKENDANCE_MAX_TOKENS": "100", "TOKENDANCE_ALERT_WEBHOOK": receiver.url,
+           "TOKENDANCE_ALERT_WEBHOOK_SECRET": SECRET.decode()}  # fmt: skip
+    server = start_server("budget", extra_env=env)
     with server.client() as anonymous:
         alice, http = login(anonymous, "alice@example.org")
         _, eve = login(anonymous, "eve@example.org")
@@ -88,14 +145,38 @@ def test_usage_budgets_and_alerts(start_server: StartServer) -> None:
     assert any(e.get("content") == "Answer 2." for e in done if e["type"] == "message"), (
         "the refused call never reached the model: its answer is the next one played"
     )
+    notices = [e for e in done if e["type"] == "notice" and e.get("kind") == "budget"]
+    assert sorted(int(n["budget"]["threshold"]) for n in notices) == [50, 80], done
     settled(http)
     alerts = http.get("/api/v1/budgets/alerts").json()["items"]
     assert sorted(a["threshold"] for a in alerts) == [50, 80]
+    # Each alert reaches the webhook once, signed, though its first delivery failed.
+    wait_until(lambda: len(receiver.delivered()) == 2, timeout=60)
+    assert [d["threshold"] for d in receiver.delivered()] == [50, 80]
+    for _, headers, body in receiver.deliveries:
+        signature = headers["X-TokenDance-Signature"]
+        assert verify(SECRET, int(headers["X-TokenDance-Timestamp"]), body, signature)
+    assert "0.024450" in usage_command(server, "--group-by", "model")
     assert eve.get("/api/v1/budgets/alerts").json()["items"] == []
-    budgets = http.get("/api/v1/budgets").json()["items"]
-    assert budgets[0]["spent_usd"] == str(2 * CALL)
-    assert http.delete(f"/api/v1/budgets/org/{org}").status_code == 204
-    assert http.get("/api/v1/budgets").json()["items"] == []
-    usage = http.get(f"/api/v1/sessions/{session}/usage").json()
-    assert usage["totals"]["calls"] == 2 and len(usage["calls"]) == 2
+
+    # After a restart the thresholds crossed this month stay crossed: the next call
+    # (which takes spend past the limit) raises only the 100% alert, sent once.
     assert eve.get(f"/api/v1/sessions/{session}/usage").status_code == 404
+    server.stop()
+    server = start_server("budget", extra_env=env)
+    with server.client(str(alice["access_token"])) as again:
+        later = run_once(again, session, "four")
+        notices = [e for e in later if e["type"] == "notice" and e.get("kind") == "budget"]
+        assert [int(n["budget"]["threshold"]) for n in notices] == [100], later
+        settled(again)
+        alerts = again.get("/api/v1/budgets/alerts").json()["items"]
+        assert sorted(a["threshold"] for a in alerts) == [50, 80, 100]
+        wait_until(lambda: len(receiver.delivered()) == 3, timeout=60)
+        assert [d["threshold"] for d in receiver.delivered()] == [50, 80, 100]
+        budgets = again.get("/api/v1/budgets").json()["items"]
+        assert budgets[0]["spent_usd"] == str(3 * CALL)
+        assert again.delete(f"/api/v1/budgets/org/{org}").status_code == 204
+        assert again.get("/api/v1/budgets").json()["items"] == []
+        usage = again.get(f"/api/v1/sessions/{session}/usage").json()
+        assert usage["totals"]["calls"] == 3 and len(usage["calls"]) == 3
+    receiver.server.shutdown()
