@@ -19,6 +19,9 @@ event-store thread pool. Metrics:
 - `tokendance_projection_lag_events{view}` (gauge): events the read model has yet to apply.
 - `tokendance_model_tokens_total{kind}` (counter): model tokens over all sessions, by
   kind (input, output, cache_read, cache_write), from the sessions read model.
+- `tokendance_model_tokens_by_model_total{kind,model}` and
+  `tokendance_model_cost_usd_total{model}` (counters): tokens and cost by model, from the
+  usage read model (no per-user or per-tenant labels: their number is unbounded).
 """
 
 from __future__ import annotations
@@ -52,6 +55,14 @@ TOKENS_SQL = (
     "coalesce(sum(output_tokens), 0)::bigint AS output, "
     "coalesce(sum(cache_read_tokens), 0)::bigint AS cache_read, "
     "coalesce(sum(cache_write_tokens), 0)::bigint AS cache_write FROM sessions_view"
+)
+
+
+USAGE_BY_MODEL_SQL = (
+    "SELECT model, sum(input_tokens)::bigint AS input, sum(output_tokens)::bigint AS output, "
+    "sum(cache_read_tokens)::bigint AS cache_read, "
+    "sum(cache_write_tokens)::bigint AS cache_write, sum(cost_usd) AS cost_usd "
+    "FROM usage_daily GROUP BY model ORDER BY model"
 )
 
 
@@ -151,6 +162,25 @@ class StoreCollector:
         for kind in TOKEN_KINDS:
             tokens.add_metric([kind], int(row.get(kind, 0)))
         yield tokens
+        yield from _by_model(probes)
+
+
+def _by_model(probes: Probes) -> Iterator[Metric]:
+    """Tokens by kind and cost, per model, from the usage read model's daily rollup."""
+    tokens = CounterMetricFamily(
+        "tokendance_model_tokens_by_model", "Model tokens by model", labels=["kind", "model"]
+    )
+    cost = CounterMetricFamily(
+        "tokendance_model_cost_usd", "What model calls cost, by model", labels=["model"]
+    )
+    with probes.views["usage"].datastore.get_connection() as conn:
+        rows = conn.execute(USAGE_BY_MODEL_SQL).fetchall()
+    for row in rows:
+        for kind in TOKEN_KINDS:
+            tokens.add_metric([kind, row["model"]], int(row[kind]))
+        cost.add_metric([row["model"]], float(row["cost_usd"]))
+    yield tokens
+    yield cost
 
 
 class MetricsMiddleware(ASGIMiddleware):

@@ -347,7 +347,8 @@ def test_metrics_show_requests_streams_events_lags_and_tokens(start_server: Star
             lags = [v for (name, _), v in m.items() if name == "tokendance_projection_lag_events"]
             ready = (
                 m[("tokendance_sse_streams_open", ())] == 0
-                and len(lags) == 4  # sessions, working_memory, confirmations, accounts
+                # sessions, working_memory, confirmations, accounts, usage, budgets
+                and len(lags) == 6
                 and not any(lags)
                 and m.get(("tokendance_relay_lag_events", ())) == 0
                 and m[("tokendance_model_tokens_total", (("kind", "input"),))] == 1200
@@ -366,4 +367,9 @@ def test_metrics_show_requests_streams_events_lags_and_tokens(start_server: Star
     assert m[("tokendance_store_up", ())] == 1
     assert m[("tokendance_events_appended_total", ())] >= 6  # a session's start and one run
     assert m[("tokendance_model_tokens_total", (("kind", "output"),))] == 80
+    by_model = {labels: v for (name, labels), v in m.items()
+                if name == "tokendance_model_tokens_by_model_total"}  # fmt: skip
+    assert sum(v for labels, v in by_model.items() if ("kind", "output") in labels) == 80
+    costs = [v for (name, _), v in m.items() if name == "tokendance_model_cost_usd_total"]
+    assert len(costs) == 1 and costs[0] > 0
     assert m[("tokendance_rate_limited_total", (("limit", "requests"),))] == 0
