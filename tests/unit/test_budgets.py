@@ -7,9 +7,11 @@ from pathlib import Path
 from uuid import uuid4
 
 import pytest
+from argon2 import PasswordHasher
 
-from adapters.bootstrap import load_price_table
+from adapters.bootstrap import in_memory_accounts, load_price_table
 from adapters.settings import Settings
+from domain.account_errors import BudgetNotFound, Forbidden
 from domain.budgets import Budget, BudgetLimits, Spend
 from domain.errors import InvalidCommand
 
@@ -92,3 +94,28 @@ def test_a_webhook_needs_its_secret() -> None:
     assert s.alert_webhook == "http://h/a"
     with pytest.raises(SystemExit, match="5m or 1h"):
         Settings.from_env({"TOKENDANCE_CACHE_TTL": "2h"})
+
+
+def test_who_may_set_which_budget() -> None:
+    accounts = in_memory_accounts(jwt_secret="s" * 32, hasher=PasswordHasher(time_cost=1))
+    owner = accounts.register("owner@example.org", "correct horse battery", "O")
+    member = accounts.register("member@example.org", "correct horse battery", "M")
+    stranger = accounts.register("stranger@example.org", "correct horse battery", "S")
+    accounts.add_member(owner.user_id, owner.organization_id, "member@example.org", "member")
+    limits = BudgetLimits.of(10, None)
+    for scope, scope_id in (("org", owner.organization_id), ("team", owner.team_id),
+                            ("workspace", owner.workspace_id)):  # fmt: skip
+        with pytest.raises(Forbidden):
+            accounts.set_budget(member.user_id, scope, scope_id, limits)  # type: ignore[arg-type]
+        with pytest.raises(BudgetNotFound):
+            accounts.set_budget(stranger.user_id, scope, scope_id, limits)  # type: ignore[arg-type]
+        accounts.set_budget(owner.user_id, scope, scope_id, limits)  # type: ignore[arg-type]
+    accounts.set_budget(member.user_id, "user", member.user_id, limits)  # their own
+    accounts.set_budget(owner.user_id, "user", member.user_id, limits)  # a member's, by an owner
+    with pytest.raises(Forbidden):  # a fellow member: seen, but not theirs to limit
+        accounts.set_budget(member.user_id, "user", owner.user_id, limits)
+    with pytest.raises(BudgetNotFound):
+        accounts.set_budget(owner.user_id, "user", stranger.user_id, limits)
+    accounts.remove_budget(owner.user_id, "org", owner.organization_id)
+    with pytest.raises(BudgetNotFound):
+        accounts.remove_budget(owner.user_id, "org", owner.organization_id)
