@@ -22,6 +22,8 @@ from domain.values import BudgetScope
 BUDGET_SCOPES: tuple[BudgetScope, ...] = ("org", "team", "workspace", "user")
 DEFAULT_THRESHOLDS = (50, 80, 100)
 MAX_THRESHOLD = 1000  # percent: an alert at ten times the limit is the furthest one may ask
+MAX_USD = Decimal(10) ** 12  # far above any real budget; keeps amounts sane to store
+MAX_TOKENS = 10**15
 _BUDGETS = UUID("3b8f5a7e-2c41-4f0a-9d63-8e5b1c7a2f94")
 
 
@@ -277,14 +279,14 @@ def _usd(value: object) -> Decimal:
         amount = Decimal(str(value))
     except InvalidOperation:
         raise InvalidCommand("monthly_usd must be a number") from None
-    if not amount.is_finite() or amount < 0:
-        raise InvalidCommand("monthly_usd must be a finite number, 0 or more")
+    if not amount.is_finite() or not 0 <= amount <= MAX_USD:
+        raise InvalidCommand(f"monthly_usd must be a number from 0 to {MAX_USD:,}")
     return amount
 
 
 def _tokens(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidCommand("monthly_tokens must be a whole number, 0 or more")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
+        raise InvalidCommand(f"monthly_tokens must be a whole number from 0 to {MAX_TOKENS:,}")
     return value
 
 

@@ -23,7 +23,7 @@ from projections.view import SessionView
 # Stands for an organization or team a session started before sessions named them,
 # and whose workspace the accounts read model does not know.
 UNKNOWN = UUID(int=0)
-TABLES = ("usage_sessions", "usage_calls", "usage_daily", "usage_monthly")
+TABLES = ("usage_sessions", "usage_calls", "usage_daily", "usage_org_daily", "usage_monthly")
 NUMBERS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd")
 _ADD = ", ".join(f"{c} = {{t}}.{c} + excluded.{c}" for c in (*NUMBERS, "calls", "unpriced_calls"))
 
@@ -81,6 +81,20 @@ class UsageView(SessionView):
             PRIMARY KEY (organization_id, day, team_id, workspace_id, user_id, model)
         )""",
         "CREATE INDEX IF NOT EXISTS usage_daily_by_user ON usage_daily (user_id, day)",
+        # What an organization's dashboard reads: a few rows per day, whatever its size.
+        """CREATE TABLE IF NOT EXISTS usage_org_daily (
+            organization_id uuid NOT NULL,
+            day date NOT NULL,
+            model text NOT NULL,
+            input_tokens bigint NOT NULL,
+            output_tokens bigint NOT NULL,
+            cache_read_tokens bigint NOT NULL,
+            cache_write_tokens bigint NOT NULL,
+            cost_usd numeric NOT NULL,
+            calls bigint NOT NULL,
+            unpriced_calls bigint NOT NULL,
+            PRIMARY KEY (organization_id, day, model)
+        )""",
         """CREATE TABLE IF NOT EXISTS usage_monthly (
             scope text NOT NULL,
             scope_id uuid NOT NULL,
@@ -181,6 +195,17 @@ def _call(
         "FROM usage_sessions WHERE session_id = %(sid)s AND copied_through < %(version)s "
         "ON CONFLICT (organization_id, day, team_id, workspace_id, user_id, model) "
         f"DO UPDATE SET {_ADD.format(t='usage_daily')}",
+        {**key, "model": e.model, "day": at.date(), "i": numbers[0], "o": numbers[1],
+         "cr": numbers[2], "cw": numbers[3], "cost": e.cost_usd, "unpriced": int(not e.priced)},
+    )  # fmt: skip
+    curs.execute(
+        "INSERT INTO usage_org_daily (organization_id, day, model, input_tokens, output_tokens, "
+        "cache_read_tokens, cache_write_tokens, cost_usd, calls, unpriced_calls) "
+        "SELECT organization_id, %(day)s, %(model)s, %(i)s, %(o)s, %(cr)s, %(cw)s, %(cost)s, "
+        "1, %(unpriced)s FROM usage_sessions "
+        "WHERE session_id = %(sid)s AND copied_through < %(version)s "
+        "ON CONFLICT (organization_id, day, model) "
+        f"DO UPDATE SET {_ADD.format(t='usage_org_daily')}",
         {**key, "model": e.model, "day": at.date(), "i": numbers[0], "o": numbers[1],
          "cr": numbers[2], "cw": numbers[3], "cost": e.cost_usd, "unpriced": int(not e.priced)},
     )  # fmt: skip

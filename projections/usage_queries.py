@@ -69,6 +69,11 @@ class Visibility:
     user_id: UUID
     whole: list[UUID] = field(default_factory=list)
     own_only: list[UUID] = field(default_factory=list)
+    everyone: bool = False  # an operator's view: every organization
+
+    @classmethod
+    def operator(cls) -> Visibility:
+        return cls(UUID(int=0), everyone=True)
 
 
 @dataclass(frozen=True)
@@ -102,20 +107,19 @@ class UsageQueries:
         self, who: Visibility, where: UsageFilter, group_by: Sequence[GroupKey]
     ) -> list[UsageGroup]:
         """Figures per group, ordered by the group keys."""
-        # The daily rollup answers everything but a grouping by session.
-        table = "usage_calls" if "session" in group_by else "usage_daily"
-        calls = "count(*)" if table == "usage_calls" else "sum(calls)"
-        unpriced = (
-            "count(*) FILTER (WHERE NOT priced)"
-            if table == "usage_calls"
-            else ("sum(unpriced_calls)")
-        )
+        table = _table_for(who, where, group_by)
+        calls, unpriced = ("count(*)", "count(*) FILTER (WHERE NOT priced)") if (
+            table == "usage_calls"
+        ) else ("sum(calls)", "sum(unpriced_calls)")  # fmt: skip
         keys = [COLUMNS[k][0] for k in group_by]
-        conditions = [
-            "(organization_id = ANY(%(whole)s) OR "
-            "(organization_id = ANY(%(own)s) AND user_id = %(me)s))",
-            "day BETWEEN %(start)s AND %(end)s",
-        ]
+        conditions = ["day BETWEEN %(start)s AND %(end)s"]
+        if table == "usage_org_daily" and not who.everyone:
+            conditions.append("organization_id = ANY(%(whole)s)")
+        elif not who.everyone:
+            conditions.append(
+                "(organization_id = ANY(%(whole)s) OR "
+                "(organization_id = ANY(%(own)s) AND user_id = %(me)s))"
+            )
         for name, value in (("workspace_id", where.workspace_id), ("user_id", where.user_id),
                             ("model", where.model)):  # fmt: skip
             if value is not None:
@@ -133,8 +137,10 @@ class UsageQueries:
             "end": where.end, "workspace_id": where.workspace_id, "user_id": where.user_id,
             "model": where.model,
         }  # fmt: skip
+        # Not prepared: a generic plan of a prepared statement guesses row counts for
+        # any organization and dates, and sorts on disk where this one would not.
         with self.datastore.get_connection() as conn:
-            rows = conn.execute(sql, params).fetchall()
+            rows = conn.execute(sql, params, prepare=False).fetchall()
         return [
             UsageGroup({COLUMNS[k][1]: r[COLUMNS[k][0]] for k in group_by}, _figures(r))
             for r in rows
@@ -162,25 +168,26 @@ class UsageQueries:
         in `period` and the thresholds already alerted under their current limits."""
         if not scopes:
             return 0, []
+        # One statement, so the position and the spend are of one snapshot; it always
+        # answers one row (the position) even with no budget to join.
         with self.datastore.get_connection() as conn:
-            # The position first: spend read after it may include calls past it, which
-            # the engine then counts twice (erring on the safe side), never none.
-            tracked = conn.execute(
-                f"SELECT notification_id FROM {TRACKING_TABLE} WHERE application_name = 'usage'"
-            ).fetchone()
             rows = conn.execute(
-                "SELECT b.scope, b.scope_id, b.monthly_usd, b.monthly_tokens, b.thresholds, "
-                "coalesce(m.cost_usd, 0) AS spent_usd, coalesce(m.tokens, 0) AS spent_tokens, "
-                "ARRAY(SELECT a.threshold FROM budget_alerts a WHERE a.budget_id = b.budget_id "
-                "AND a.period = %(period)s AND a.version > b.set_version) AS crossed "
-                "FROM budgets b LEFT JOIN usage_monthly m ON m.scope = b.scope "
-                "AND m.scope_id = b.scope_id AND m.period = %(period)s "
-                "WHERE b.active AND (b.scope, b.scope_id) IN "
-                "(SELECT * FROM unnest(%(kinds)s::text[], %(ids)s::uuid[]))",
+                f"WITH position AS (SELECT notification_id FROM {TRACKING_TABLE} "
+                "WHERE application_name = 'usage') "
+                "SELECT p.notification_id AS position, b.scope, b.scope_id, b.monthly_usd, "
+                "b.monthly_tokens, b.thresholds, coalesce(m.cost_usd, 0) AS spent_usd, "
+                "coalesce(m.tokens, 0) AS spent_tokens, ARRAY(SELECT a.threshold FROM "
+                "budget_alerts a WHERE a.budget_id = b.budget_id AND a.period = %(period)s "
+                "AND a.version > b.set_version) AS crossed "
+                "FROM (SELECT 1) one LEFT JOIN position p ON true "
+                "LEFT JOIN budgets b ON b.active AND (b.scope, b.scope_id) IN "
+                "(SELECT * FROM unnest(%(kinds)s::text[], %(ids)s::uuid[])) "
+                "LEFT JOIN usage_monthly m ON m.scope = b.scope AND m.scope_id = b.scope_id "
+                "AND m.period = %(period)s",
                 {"period": period, "kinds": [s for s, _ in scopes], "ids": [i for _, i in scopes]},
             ).fetchall()
-        position = int(tracked["notification_id"]) if tracked else 0
-        return position, [_status(r) for r in rows]
+        position = int(rows[0]["position"] or 0)
+        return position, [_status(r) for r in rows if r["scope"] is not None]
 
     def spend(self, scopes: Sequence[tuple[BudgetScope, UUID]], period: str) -> dict[str, Spend]:
         """The spend of each scope in `period`, keyed `scope:scope_id`."""
@@ -191,6 +198,21 @@ class UsageQueries:
                 (period, [s for s, _ in scopes], [i for _, i in scopes]),
             ).fetchall()
         return {f"{r['scope']}:{r['scope_id']}": Spend(r["cost_usd"], r["tokens"]) for r in rows}
+
+
+ORG_KEYS = frozenset({"org", "model", "day"})
+
+
+def _table_for(who: Visibility, where: UsageFilter, group_by: Sequence[GroupKey]) -> str:
+    """The smallest table that answers: calls (by session), the rollup by organization,
+    model and day (whole organizations, no workspace or user asked for), or the daily
+    rollup by team, workspace, user and model."""
+    if "session" in group_by:
+        return "usage_calls"
+    whole_only = who.everyone or not who.own_only
+    if set(group_by) <= ORG_KEYS and whole_only and not (where.workspace_id or where.user_id):
+        return "usage_org_daily"
+    return "usage_daily"
 
 
 def _figures(r: dict[str, object]) -> Figures:

@@ -20,9 +20,11 @@ from domain.errors import InvalidCommand
     ("usd", "tokens", "thresholds", "problem"),
     [
         (None, None, [50], "needs monthly_usd, monthly_tokens or both"),
-        (-1, None, [50], "0 or more"),
+        (-1, None, [50], "from 0 to"),
+        ("1e13", None, [50], "from 0 to"),
         ("ten", None, [50], "must be a number"),
-        ("NaN", None, [50], "finite"),
+        ("NaN", None, [50], "from 0 to"),
+        (None, 10**16, [50], "monthly_tokens"),
         (True, None, [50], "must be a number"),
         (None, -5, [50], "monthly_tokens"),
         (None, 1.5, [50], "monthly_tokens"),
