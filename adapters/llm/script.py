@@ -132,16 +132,17 @@ def parse_turn(raw: object, where: str) -> ScriptedTurn:
     )
 
 
-def parse_script(raw: object, source: str = "") -> tuple[str, tuple[ScriptedTurn, ...]]:
-    """A bare list of turns or `{model: ..., turns: [...]}` -> (model name, turns).
+def parse_script(raw: object, source: str = "") -> tuple[str | None, tuple[ScriptedTurn, ...]]:
+    """A bare list of turns or `{model: ..., turns: [...]}` -> (model name, turns); no
+    model named: None (the scripted model answers as the model each call asks for).
 
     `source` (a file name) prefixes error messages: `demo.yaml: turns[2].text: ...`.
     """
     where = source or "script"
-    model = DEFAULT_MODEL
+    model: str | None = None
     if isinstance(raw, Mapping):
         body = _check_keys(raw, frozenset({"model", "turns"}), where)
-        model = _string(body, "model", where) or DEFAULT_MODEL
+        model = _string(body, "model", where) or None
         raw = body.get("turns")
     if not isinstance(raw, list):
         raise ScriptError(f"{where}: expected a list of turns or a mapping with 'turns'")
@@ -149,7 +150,7 @@ def parse_script(raw: object, source: str = "") -> tuple[str, tuple[ScriptedTurn
     return model, tuple(parse_turn(t, f"{prefix}turns[{i}]") for i, t in enumerate(raw))
 
 
-def load_script(path: Path) -> tuple[str, tuple[ScriptedTurn, ...]]:
+def load_script(path: Path) -> tuple[str | None, tuple[ScriptedTurn, ...]]:
     """A YAML script file -> (model name, turns); errors say `file:line: where: what`."""
     try:
         text = path.read_text(encoding="utf-8")

@@ -97,10 +97,11 @@ class ScriptedLLM:
         self,
         fn: TurnFunction,
         *,
-        model: str = DEFAULT_MODEL,
+        model: str | None = None,
         counter: TokenCounter | None = None,
     ) -> None:
         self._fn = fn
+        # The model every turn says answered; None: the one each request asks for.
         self.model = model
         self._counter: TokenCounter = counter or CharRatioTokenCounter()
         self._tool_ids: dict[str, int] = {}
@@ -112,7 +113,7 @@ class ScriptedLLM:
         cls,
         turns: Sequence[Mapping[str, object]],
         *,
-        model: str = DEFAULT_MODEL,
+        model: str | None = None,
         counter: TokenCounter | None = None,
     ) -> ScriptedLLM:
         _, parsed = parse_script(list(turns))
@@ -175,7 +176,8 @@ class ScriptedLLM:
         content.extend(tool_uses)
         stop_reason = turn.stop_reason or ("tool_use" if tool_uses else "end_turn")
         usage = turn.usage or self._estimate_usage(turn, request)
-        return ModelTurn(tuple(content), stop_reason, usage, request.model or self.model)
+        answered = self.model or request.model or DEFAULT_MODEL
+        return ModelTurn(tuple(content), stop_reason, usage, answered)
 
     def _new_tool_id(self, session: str) -> str:
         self._tool_ids[session] = number = self._tool_ids.get(session, 0) + 1

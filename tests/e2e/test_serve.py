@@ -58,6 +58,8 @@ def test_serve_starts_everything_answers_health_and_stops_cleanly(data_root: Pat
             "working_memory",
             "confirmations",
             "accounts",
+            "usage",
+            "budgets",
         ]
         postgres_pid = int((data_dir / "postgres" / "postmaster.pid").read_text().split()[0])
     finally:
