@@ -187,28 +187,11 @@ def _call(
          "i": numbers[0], "o": numbers[1], "cr": numbers[2], "cw": numbers[3],
          "cost": e.cost_usd, "pv": e.price_version, "priced": e.priced},
     )  # fmt: skip
-    curs.execute(
-        "INSERT INTO usage_daily (organization_id, day, team_id, workspace_id, user_id, "
-        "model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, "
-        "calls, unpriced_calls) SELECT organization_id, %(day)s, team_id, workspace_id, "
-        "user_id, %(model)s, %(i)s, %(o)s, %(cr)s, %(cw)s, %(cost)s, 1, %(unpriced)s "
-        "FROM usage_sessions WHERE session_id = %(sid)s AND copied_through < %(version)s "
-        "ON CONFLICT (organization_id, day, team_id, workspace_id, user_id, model) "
-        f"DO UPDATE SET {_ADD.format(t='usage_daily')}",
-        {**key, "model": e.model, "day": at.date(), "i": numbers[0], "o": numbers[1],
-         "cr": numbers[2], "cw": numbers[3], "cost": e.cost_usd, "unpriced": int(not e.priced)},
-    )  # fmt: skip
-    curs.execute(
-        "INSERT INTO usage_org_daily (organization_id, day, model, input_tokens, output_tokens, "
-        "cache_read_tokens, cache_write_tokens, cost_usd, calls, unpriced_calls) "
-        "SELECT organization_id, %(day)s, %(model)s, %(i)s, %(o)s, %(cr)s, %(cw)s, %(cost)s, "
-        "1, %(unpriced)s FROM usage_sessions "
-        "WHERE session_id = %(sid)s AND copied_through < %(version)s "
-        "ON CONFLICT (organization_id, day, model) "
-        f"DO UPDATE SET {_ADD.format(t='usage_org_daily')}",
-        {**key, "model": e.model, "day": at.date(), "i": numbers[0], "o": numbers[1],
-         "cr": numbers[2], "cw": numbers[3], "cost": e.cost_usd, "unpriced": int(not e.priced)},
-    )  # fmt: skip
+    figures = {**key, "model": e.model, "day": at.date(), "i": numbers[0], "o": numbers[1],
+               "cr": numbers[2], "cw": numbers[3], "cost": e.cost_usd,
+               "unpriced": int(not e.priced)}  # fmt: skip
+    for table, keys in ROLLUPS.items():
+        _add_to_rollup(curs, table, keys, figures)
     curs.execute(
         "INSERT INTO usage_monthly SELECT x.scope, x.scope_id, %(period)s, %(cost)s, %(tokens)s "
         "FROM usage_sessions s, LATERAL (VALUES ('org', s.organization_id), "
@@ -218,4 +201,27 @@ def _call(
         "cost_usd = usage_monthly.cost_usd + excluded.cost_usd, "
         "tokens = usage_monthly.tokens + excluded.tokens",
         {**key, "period": at.strftime("%Y-%m"), "cost": e.cost_usd, "tokens": sum(numbers)},
+    )
+
+
+# rollup table -> its key columns besides the day and the model
+ROLLUPS = {
+    "usage_daily": ("organization_id", "team_id", "workspace_id", "user_id"),
+    "usage_org_daily": ("organization_id",),
+}
+
+
+def _add_to_rollup(
+    curs: Cursor[DictRow], table: str, keys: tuple[str, ...], figures: dict[str, object]
+) -> None:
+    """Add one call's figures to its row of a rollup (made on the first call)."""
+    columns = ", ".join(keys)
+    curs.execute(
+        f"INSERT INTO {table} ({columns}, day, model, input_tokens, output_tokens, "
+        "cache_read_tokens, cache_write_tokens, cost_usd, calls, unpriced_calls) "
+        f"SELECT {columns}, %(day)s, %(model)s, %(i)s, %(o)s, %(cr)s, %(cw)s, %(cost)s, 1, "
+        "%(unpriced)s FROM usage_sessions "
+        "WHERE session_id = %(sid)s AND copied_through < %(version)s "
+        f"ON CONFLICT ({columns}, day, model) DO UPDATE SET {_ADD.format(t=table)}",
+        figures,
     )
