@@ -7,6 +7,7 @@ picks which adapter fills each port.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 from uuid import UUID
 
@@ -146,3 +147,78 @@ class ThresholdRecorder(Protocol):
     ) -> list[ThresholdCrossing]:
         """The crossings recorded now (none if another call recorded them first)."""
         ...
+
+
+# -- research: web search, page reading, embeddings ------------------------------------
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """What `web_search` asks for (checked by the tool before it reaches a port)."""
+
+    query: str
+    num_results: int = 5
+    topic: str = "general"  # general | news | finance
+    time_range: str | None = None  # day | week | month | year
+    include_domains: tuple[str, ...] = ()
+    exclude_domains: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One search result: where it is, what it is called, the text the search returned."""
+
+    url: str
+    title: str
+    content: str
+    score: float = 0.0
+    published_date: str | None = None
+
+
+class WebSearchError(ToolExecutionError):
+    """The search failed; the message says what the model can do about it."""
+
+
+class WebSearch(Protocol):
+    """A web search engine (Tavily in production, a local fake in tests)."""
+
+    async def search(self, query: SearchQuery) -> list[SearchHit]: ...
+
+
+@dataclass(frozen=True)
+class Page:
+    """A fetched page as clean Markdown (HTML, plain text and PDF alike)."""
+
+    url: str  # after redirects
+    title: str
+    markdown: str
+    media_type: str  # what the server said it was
+    fetched_bytes: int
+
+
+class PageRefused(ToolExecutionError):
+    """A URL the reader will not fetch (a private or local address, a bad scheme).
+
+    `code` is what a kept failure records: `URL_NOT_ALLOWED`.
+    """
+
+    code = "URL_NOT_ALLOWED"
+
+
+class PageError(ToolExecutionError):
+    """A page that could not be read: too large, too slow, not parseable, an HTTP error."""
+
+
+class PageReader(Protocol):
+    """Fetches a URL within limits and turns it into Markdown."""
+
+    async def read(self, url: str) -> Page: ...
+
+
+class Embedder(Protocol):
+    """Text to vectors of one fixed dimension, comparable by cosine similarity."""
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
