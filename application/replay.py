@@ -23,7 +23,7 @@ from application.run_state import RunState
 from application.runner import AgentRunner
 from application.runs import internal_failure
 from application.sessions import SessionService
-from application.tool_calls import ToolCalls
+from application.tool_calls import Performed, ToolCalls
 from application.tools.registry import ToolRegistry
 from domain.budgets import BillingScope, BudgetExceeded, Spend, ThresholdCrossing
 from domain.context import MANUAL_PREFIX, content_block
@@ -155,24 +155,18 @@ class ReplayToolCalls(ToolCalls):
         super().__init__(tools, blobs)
         self.results = {e.tool_use_id: e for e in stored if isinstance(e, S.ToolResultRecorded)}
 
-    async def _execute(
+    async def _perform(
         self, state: RunState, tool_use_id: str, name: str, raw_args: dict[str, object]
-    ) -> None:
+    ) -> Performed:
         if self.tools.get(name).replayable:
-            await super()._execute(state, tool_use_id, name, raw_args)
-            return
+            return await super()._perform(state, tool_use_id, name, raw_args)
         recorded = self.results.get(tool_use_id)
         if recorded is None:
             raise _Exhausted(f"no recorded result for tool call {tool_use_id}")
-        if recorded.status == "error":
-            # Through the same path as a live failure, so strikes are counted again.
-            error = recorded.error or recorded.summary
-            await self._fail(state, tool_use_id, name, error, recorded.duration_ms)
-            return
-        await state.record(
-            state.sessions.record_tool_result,
-            state.session_id, tool_use_id, recorded.status, recorded.summary,
-            blob_ref=recorded.blob_ref, error=recorded.error, duration_ms=recorded.duration_ms,
+        # An error goes through the same path as a live failure: strikes count again.
+        return Performed(
+            recorded.status, recorded.summary, recorded.blob_ref, recorded.error,
+            recorded.duration_ms,
         )  # fmt: skip
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Literal
 from uuid import UUID
 
@@ -24,9 +25,23 @@ from domain.policies import (
     error_signature,
     summarize_output,
 )
-from domain.values import Citation, PlanItem, ToolUseContent
+from domain.values import Citation, PlanItem, RiskLevel, ToolResultStatus, ToolUseContent
 
 Outcome = Literal["done", "suspended"]
+
+
+@dataclass(frozen=True)
+class Performed:
+    """What running one tool call gave, before it is recorded: its status, the summary
+    the model sees (or the error), where the full output is kept, and how long it took."""
+
+    status: ToolResultStatus
+    summary: str
+    blob_ref: str | None = None
+    error: str | None = None
+    duration_ms: int = 0
+
+
 _ACTIONS = uuid.UUID("6f1c2a52-7d0e-4b4e-9c1e-2f7a3c9d8e10")
 
 
@@ -67,7 +82,11 @@ class ToolCalls:
         `recovering`: the process restarted; a call that was started (or approved) and has
         no result was interrupted, and is not run again.
         """
-        for use in state.last_turn_tool_uses():
+        uses = state.last_turn_tool_uses()
+        if self._together(state, uses):
+            await self._run_together(state, uses)
+            return "done"
+        for use in uses:
             tool_use_id = use["id"]
             if tool_use_id in state.ledger.results:
                 continue
@@ -81,15 +100,11 @@ class ToolCalls:
 
     async def request(self, state: RunState, use: ToolUseContent) -> Outcome:
         tool_use_id, name = use["id"], use["name"]
-        raw_args = use["input"] if isinstance(use["input"], dict) else {}
-        try:
-            tool, _ = self.tools.parse(name, raw_args)
-            risky = tool.risky
-        except ToolRejected:
-            risky = False
+        raw_args = _args_of(use)
+        risk = self._risk(name, raw_args)
         await state.record(
             state.sessions.request_tool_call,
-            state.session_id, tool_use_id, name, raw_args, "risky" if risky else "safe",
+            state.session_id, tool_use_id, name, raw_args, risk,
         )  # fmt: skip
         try:
             tool, args = self.tools.parse(name, raw_args)
@@ -97,7 +112,7 @@ class ToolCalls:
         except ToolRejected as e:
             await self._fail(state, tool_use_id, name, str(e), 0)
             return "done"
-        if self._needs_confirmation(state, risky):
+        if self._needs_confirmation(state, risk == "risky"):
             await state.record(
                 state.sessions.request_confirmation,
                 state.session_id, action_id_for(state.session_id, tool_use_id), tool_use_id,
@@ -135,32 +150,83 @@ class ToolCalls:
         )  # fmt: skip
         return "done"
 
+    def _together(self, state: RunState, uses: list[ToolUseContent]) -> bool:
+        """Whether a turn's calls may run at once: two or more, none asked yet, none that
+        needs approval or writes to the log itself (its events would interleave)."""
+        if len(uses) < 2 or state.settings.confirmation == "always":
+            return False
+        for use in uses:
+            if use["id"] in state.ledger.requested:
+                return False
+            try:
+                tool, _ = self.tools.parse(use["name"], _args_of(use))
+            except ToolRejected:
+                continue  # refused without running: no harm in company
+            if tool.replayable or self._needs_confirmation(state, tool.risky):
+                return False
+        return True
+
+    async def _run_together(self, state: RunState, uses: list[ToolUseContent]) -> None:
+        """Ask for every call in order, run the admitted ones concurrently, then record
+        their results in the turn's order (the log does not depend on which ended first)."""
+        admitted: list[tuple[str, str, dict[str, object]]] = []
+        for use in uses:
+            tool_use_id, name, raw_args = use["id"], use["name"], _args_of(use)
+            await state.record(
+                state.sessions.request_tool_call,
+                state.session_id, tool_use_id, name, raw_args, self._risk(name, raw_args),
+            )  # fmt: skip
+            try:
+                self.tools.parse(name, raw_args)
+                self._check_allowed(state, name)
+            except ToolRejected as e:
+                await self._fail(state, tool_use_id, name, str(e), 0)
+                continue
+            admitted.append((tool_use_id, name, raw_args))
+        performed = await asyncio.gather(
+            *(self._perform(state, tid, name, args) for tid, name, args in admitted)
+        )
+        for (tool_use_id, name, _), result in zip(admitted, performed, strict=True):
+            await self._record(state, tool_use_id, name, result)
+
     async def _execute(
         self, state: RunState, tool_use_id: str, name: str, raw_args: dict[str, object]
     ) -> None:
+        await self._record(
+            state, tool_use_id, name, await self._perform(state, tool_use_id, name, raw_args)
+        )
+
+    async def _perform(
+        self, state: RunState, tool_use_id: str, name: str, raw_args: dict[str, object]
+    ) -> Performed:
+        """Run the call with its timeout; every failure becomes an error result."""
         tool, args = self.tools.parse(name, raw_args)
         context = ToolContext(state.session_id, tool_use_id, SessionNotesOfRun(state))
         started = time.perf_counter()
         try:
             output = await asyncio.wait_for(tool.run(args, context), timeout=tool.timeout)
         except (ToolExecutionError, DomainError) as e:
-            await self._fail(state, tool_use_id, name, str(e), _ms_since(started))
-            return
+            return _error(str(e), started)
         except TimeoutError:
-            await self._fail(
-                state, tool_use_id, name, f"timed out after {tool.timeout:g}s", _ms_since(started)
-            )
-            return
+            return _error(f"timed out after {tool.timeout:g}s", started)
         except Exception as e:
-            await self._fail(
-                state, tool_use_id, name, f"{type(e).__name__}: {e}", _ms_since(started)
-            )
-            return
+            return _error(f"{type(e).__name__}: {e}", started)
         blob_ref = await self.blobs.put(output.encode()) if len(output) > SUMMARY_LIMIT else None
+        return Performed(
+            "success", summarize_output(output, blob_ref), blob_ref, None, _ms_since(started)
+        )
+
+    async def _record(
+        self, state: RunState, tool_use_id: str, name: str, result: Performed
+    ) -> None:
+        if result.status == "error":
+            error = result.error or result.summary
+            await self._fail(state, tool_use_id, name, error, result.duration_ms)
+            return
         await state.record(
             state.sessions.record_tool_result,
-            state.session_id, tool_use_id, "success", summarize_output(output, blob_ref),
-            blob_ref=blob_ref, duration_ms=_ms_since(started),
+            state.session_id, tool_use_id, result.status, result.summary,
+            blob_ref=result.blob_ref, error=result.error, duration_ms=result.duration_ms,
         )  # fmt: skip
 
     async def _fail(
@@ -177,6 +243,13 @@ class ToolCalls:
                 state.session_id, tool, error_signature(error), failures,
             )  # fmt: skip
 
+    def _risk(self, name: str, raw_args: dict[str, object]) -> RiskLevel:
+        try:
+            tool, _ = self.tools.parse(name, raw_args)
+        except ToolRejected:
+            return "safe"
+        return "risky" if tool.risky else "safe"
+
     @staticmethod
     def _check_allowed(state: RunState, name: str) -> None:
         allowed = state.settings.allowed_tools
@@ -189,6 +262,14 @@ class ToolCalls:
     def _needs_confirmation(state: RunState, risky: bool) -> bool:
         policy = state.settings.confirmation
         return policy == "always" or (policy == "risky" and risky)
+
+
+def _args_of(use: ToolUseContent) -> dict[str, object]:
+    return use["input"] if isinstance(use["input"], dict) else {}
+
+
+def _error(message: str, started: float) -> Performed:
+    return Performed("error", message, None, message, _ms_since(started))
 
 
 def _ms_since(started: float) -> int:

@@ -19,7 +19,7 @@ from application.ports import LLM, ToolExecutionError
 from application.runner import AgentRunner, EngineSettings
 from application.runs import RunScheduler
 from application.sessions import SessionService
-from application.tools.base import Tool, ToolContext
+from application.tools.base import AnyTool, Tool, ToolContext
 from domain.conversation import TextDelta, ThinkingDelta
 from domain.values import SessionSettings
 
@@ -113,6 +113,7 @@ def make_engine(
     *,
     settings: EngineSettings | None = None,
     sessions: SessionService | None = None,
+    extra_tools: list[AnyTool] | None = None,
 ) -> Engine:
     """The engine as bootstrap wires it, on the in-memory store (or `sessions`), with the
     built-in tools plus `delete_file` and `search`, and deltas collected per session."""
@@ -123,7 +124,7 @@ def make_engine(
         config,
         sessions=sessions,
         llm=llm,
-        tools=[*build_tools(config), delete_file, search],
+        tools=[*build_tools(config), delete_file, search, *(extra_tools or [])],
         counter=CharRatioTokenCounter(),
         deltas=deltas,
         engine_settings=settings or EngineSettings(),
