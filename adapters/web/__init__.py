@@ -1,0 +1,1 @@
+"""Reading the web for the agent: a URL guard and the `PageReader` over httpx."""
