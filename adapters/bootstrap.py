@@ -37,6 +37,9 @@ from adapters.services import Services
 from adapters.settings import Settings
 from adapters.system import Engine, System
 from adapters.telemetry import traced_llm, traced_tools, tracer_provider_from_env
+from adapters.web.page_reader import HttpPageReader
+from adapters.web.url_guard import AllowList
+from adapters.web_search import build_web_search
 from application.accounts import THIRTY_DAYS, AccountService
 from application.bridge import SyncBridge
 from application.budget_guard import BudgetEnforcer, BudgetGuard
@@ -48,7 +51,9 @@ from application.runs import RunScheduler
 from application.sessions import SessionService
 from application.tools.base import AnyTool
 from application.tools.notes import NoteProgress, RecordFinding, UpdatePlan
+from application.tools.read_url import ReadUrl
 from application.tools.registry import ToolRegistry
+from application.tools.web_search import WebSearchTool
 from domain.pricing import PriceTable
 from projections.accounts import AccountsView
 from projections.budgets import BudgetsView
@@ -209,7 +214,9 @@ def build_llm(settings: Settings) -> LLM:
 
 def build_tools(settings: Settings) -> list[AnyTool]:
     """The built-in tools, their ports injected (a tool that needs a client gets it here)."""
-    return [UpdatePlan(), RecordFinding(), NoteProgress()]
+    search = build_web_search(settings.tavily_api_key, settings.tavily_url)
+    reader = HttpPageReader(AllowList.parse(settings.fetch_allow))
+    return [UpdatePlan(), RecordFinding(), NoteProgress(), WebSearchTool(search), ReadUrl(reader)]
 
 
 def build_engine_settings(settings: Settings) -> EngineSettings:

@@ -79,6 +79,16 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "5m",
         "prompt-cache lifetime model calls ask for: 5m, or 1h (cache writes cost more)",
     ),
+    "TOKENDANCE_TAVILY_URL": (
+        "",
+        "another Tavily-compatible search server (the key is `TAVILY_API_KEY`; without one "
+        "`web_search` answers that search is not configured)",
+    ),
+    "TOKENDANCE_FETCH_ALLOW": (
+        "",
+        "hosts, IPs or CIDR networks `read_url` may fetch although they are not public "
+        "(comma-separated, any port); everything private, local or link-local is refused",
+    ),
     "TOKENDANCE_ALERT_WEBHOOK": ("", "URL budget alerts are POSTed to as JSON (none: not sent)"),
     "TOKENDANCE_ALERT_WEBHOOK_SECRET": (
         "",
@@ -120,6 +130,9 @@ class Settings:
     cache_ttl: CacheTtl = "5m"
     alert_webhook: str | None = None
     alert_webhook_secret: str | None = None
+    tavily_api_key: str | None = None
+    tavily_url: str | None = None
+    fetch_allow: str = ""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -161,6 +174,9 @@ class Settings:
             cache_ttl=_cache_ttl(get("TOKENDANCE_CACHE_TTL")),
             alert_webhook=env.get("TOKENDANCE_ALERT_WEBHOOK") or None,
             alert_webhook_secret=_webhook_secret(env),
+            tavily_api_key=env.get("TAVILY_API_KEY", "").strip() or None,
+            tavily_url=env.get("TOKENDANCE_TAVILY_URL") or None,
+            fetch_allow=env.get("TOKENDANCE_FETCH_ALLOW", ""),
         )
 
     def override(self, **changes: object) -> Settings:

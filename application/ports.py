@@ -89,11 +89,14 @@ class BlobStore(Protocol):
 
 
 class ToolExecutionError(Exception):
-    """A tool ran and failed; the message is what the model sees.
+    """A tool ran and failed; the message is what the model sees (after its `code`, if
+    the failure has one: `URL_NOT_ALLOWED: ...`).
 
     (What a tool is lives in `application/tools/base.py`: tools are application code
     that use these ports, not ports themselves.)
     """
+
+    code: str | None = None
 
 
 class FeedBatch(Protocol):

@@ -169,7 +169,7 @@ class ToolCalls:
     async def _run_together(self, state: RunState, uses: list[ToolUseContent]) -> None:
         """Ask for every call in order, run the admitted ones concurrently, then record
         their results in the turn's order (the log does not depend on which ended first)."""
-        admitted: list[tuple[str, str, dict[str, object]]] = []
+        calls: list[tuple[str, str, dict[str, object], ToolRejected | None]] = []
         for use in uses:
             tool_use_id, name, raw_args = use["id"], use["name"], _args_of(use)
             await state.record(
@@ -180,13 +180,16 @@ class ToolCalls:
                 self.tools.parse(name, raw_args)
                 self._check_allowed(state, name)
             except ToolRejected as e:
-                await self._fail(state, tool_use_id, name, str(e), 0)
+                calls.append((tool_use_id, name, raw_args, e))
                 continue
-            admitted.append((tool_use_id, name, raw_args))
+            calls.append((tool_use_id, name, raw_args, None))
         performed = await asyncio.gather(
-            *(self._perform(state, tid, name, args) for tid, name, args in admitted)
+            *(
+                self._perform(state, tid, name, args) if refused is None else _refused(refused)
+                for tid, name, args, refused in calls
+            )
         )
-        for (tool_use_id, name, _), result in zip(admitted, performed, strict=True):
+        for (tool_use_id, name, _, _), result in zip(calls, performed, strict=True):
             await self._record(state, tool_use_id, name, result)
 
     async def _execute(
@@ -205,7 +208,9 @@ class ToolCalls:
         started = time.perf_counter()
         try:
             output = await asyncio.wait_for(tool.run(args, context), timeout=tool.timeout)
-        except (ToolExecutionError, DomainError) as e:
+        except ToolExecutionError as e:
+            return _error(f"{e.code}: {e}" if e.code else str(e), started)
+        except DomainError as e:
             return _error(str(e), started)
         except TimeoutError:
             return _error(f"timed out after {tool.timeout:g}s", started)
@@ -266,6 +271,10 @@ class ToolCalls:
 
 def _args_of(use: ToolUseContent) -> dict[str, object]:
     return use["input"] if isinstance(use["input"], dict) else {}
+
+
+async def _refused(rejected: ToolRejected) -> Performed:
+    return Performed("error", str(rejected), None, str(rejected), 0)
 
 
 def _error(message: str, started: float) -> Performed:

@@ -27,13 +27,16 @@ from adapters.llm.unconfigured import UnconfiguredLLM
 from adapters.services import Services
 from adapters.settings import Settings
 from adapters.system import System
+from adapters.web_search import tavily as tavily_search
 from application.sessions import SessionService
 
 
 @pytest.fixture(autouse=True)
 def no_real_model_requests(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test can call a real model: only loopback fakes answer (see test_model_guard)."""
+    """No test can call a real model or search: only loopback fakes answer (see
+    test_model_guard and test_web_search)."""
     monkeypatch.setattr(anthropic_llm, "ALLOW_MODEL_REQUESTS", False)
+    monkeypatch.setattr(tavily_search, "ALLOW_SEARCH_REQUESTS", False)
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ import ipaddress
 
 import httpx
 import msgspec
-from tavily import AsyncTavilyClient  # type: ignore[import-untyped]
-from tavily.errors import TimeoutError as TavilyTimeout  # type: ignore[import-untyped]
+from tavily import AsyncTavilyClient
+from tavily.errors import TimeoutError as TavilyTimeout
 
 from application.ports import SearchHit, SearchQuery, WebSearchError
 

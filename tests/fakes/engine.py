@@ -124,7 +124,10 @@ def make_engine(
         config,
         sessions=sessions,
         llm=llm,
-        tools=[*build_tools(config), delete_file, search, *(extra_tools or [])],
+        # A tool passed in replaces the built-in of the same name.
+        tools={
+            t.name: t for t in [*build_tools(config), delete_file, search, *(extra_tools or [])]
+        }.values(),
         counter=CharRatioTokenCounter(),
         deltas=deltas,
         engine_settings=settings or EngineSettings(),
