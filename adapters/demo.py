@@ -49,6 +49,7 @@ def _details(e: SessionEvent) -> str:
         case (
             S.ConfirmationRequested() | S.ConfirmationGiven() | S.StrikeRecorded()
             | S.RebootRequested() | S.ContextCompacted() | S.BudgetThresholdReached()
+            | S.SourceRecorded()
             | S.ArtifactCreated()
             | S.RunRequested() | S.RunStarted() | S.SessionRenamed() | S.SessionCompleted()
             | S.SessionArchived()

@@ -23,6 +23,7 @@ from domain.values import (
     PlanItem,
     RiskLevel,
     SessionSettings,
+    SourceSeen,
     ToolResultStatus,
 )
 
@@ -273,6 +274,10 @@ class SessionService(Application[UUID]):
         return self._change(
             session_id, lambda s: s.record_artifact(kind, name, blob_ref, size, sha256, media_type)
         )
+
+    def record_sources(self, session_id: UUID, tool_use_id: str, seen: list[SourceSeen]) -> Receipt:
+        """Number the pages a tool call saw (see `AgentSession.record_sources`)."""
+        return self._change(session_id, lambda s: s.record_sources(tool_use_id, seen))
 
     def rename_session(
         self, session_id: UUID, title: str, *, expected_version: int | None = None

@@ -8,6 +8,7 @@ arguments, a tool outside the session's allowed list, a failure, a timeout, a hu
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 import uuid
 from dataclasses import dataclass
@@ -25,7 +26,17 @@ from domain.policies import (
     error_signature,
     summarize_output,
 )
-from domain.values import Citation, PlanItem, RiskLevel, ToolResultStatus, ToolUseContent
+from domain.sources import NumberedSource, numbered_sources
+from domain.values import (
+    ArtifactKind,
+    ArtifactRef,
+    Citation,
+    PlanItem,
+    RiskLevel,
+    ToolResultStatus,
+    ToolUseContent,
+    artifact_id_of,
+)
 
 Outcome = Literal["done", "suspended"]
 
@@ -53,8 +64,9 @@ def action_id_for(session_id: UUID, tool_use_id: str) -> str:
 class SessionNotesOfRun:
     """`SessionNotes` bound to a run: what built-in tools write lands in the log."""
 
-    def __init__(self, state: RunState) -> None:
+    def __init__(self, state: RunState, blobs: BlobStore) -> None:
         self._state = state
+        self._blobs = blobs
 
     async def update_plan(self, items: list[PlanItem]) -> None:
         s = self._state
@@ -67,6 +79,23 @@ class SessionNotesOfRun:
     async def note_progress(self, text: str) -> None:
         s = self._state
         await s.record(s.sessions.note_progress, s.session_id, text)
+
+    async def sources(self) -> dict[int, NumberedSource]:
+        return numbered_sources(self._state.log)
+
+    async def create_artifact(
+        self, kind: ArtifactKind, name: str, data: bytes, media_type: str
+    ) -> ArtifactRef:
+        s = self._state
+        blob_ref = await self._blobs.put(data, content_type=media_type)
+        sha256 = hashlib.sha256(data).hexdigest()
+        receipt = await s.record(
+            s.sessions.record_artifact, s.session_id, kind, name, blob_ref,
+            size=len(data), sha256=sha256, media_type=media_type,
+        )  # fmt: skip
+        return ArtifactRef(
+            artifact_id_of(s.session_id, receipt.version), blob_ref, len(data), sha256
+        )
 
 
 class ToolCalls:
@@ -204,7 +233,7 @@ class ToolCalls:
     ) -> Performed:
         """Run the call with its timeout; every failure becomes an error result."""
         tool, args = self.tools.parse(name, raw_args)
-        context = ToolContext(state.session_id, tool_use_id, SessionNotesOfRun(state))
+        context = ToolContext(state.session_id, tool_use_id, SessionNotesOfRun(state, self.blobs))
         started = time.perf_counter()
         try:
             output = await asyncio.wait_for(tool.run(args, context), timeout=tool.timeout)

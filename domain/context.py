@@ -206,7 +206,8 @@ def _turn_of(e: SessionEvent) -> tuple[Role, list[ContentBlock]] | None:
         case (
             S.SessionStarted() | S.ConfirmationRequested() | S.ConfirmationGiven()
             | S.PlanUpdated() | S.FindingRecorded() | S.ProgressNoted()
-            | S.ContextCompacted() | S.BudgetThresholdReached() | S.ArtifactCreated()
+            | S.ContextCompacted() | S.BudgetThresholdReached() | S.SourceRecorded()
+            | S.ArtifactCreated()
             | S.RunRequested() | S.RunStarted()
             | S.RunCompleted() | S.RunFailed() | S.RunStopped() | S.SessionRenamed()
             | S.SessionCompleted() | S.SessionArchived()

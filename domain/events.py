@@ -27,6 +27,7 @@ SessionEvent: TypeAlias = (
     | S.RebootRequested
     | S.ContextCompacted
     | S.BudgetThresholdReached
+    | S.SourceRecorded
     | S.ArtifactCreated
     | S.RunRequested
     | S.RunStarted

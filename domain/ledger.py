@@ -72,7 +72,8 @@ class Ledger:
                 self.stalled_turns = 0
             case (
                 S.UserMessageAppended() | S.FindingRecorded() | S.ProgressNoted()
-                | S.ContextCompacted() | S.BudgetThresholdReached() | S.ArtifactCreated()
+                | S.ContextCompacted() | S.BudgetThresholdReached() | S.SourceRecorded()
+                | S.ArtifactCreated()
                 | S.RunRequested()
                 | S.RunCompleted() | S.RunFailed() | S.RunStopped() | S.SessionRenamed()
                 | S.SessionCompleted() | S.SessionArchived()

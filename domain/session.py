@@ -34,6 +34,8 @@ from domain.values import (
     RiskLevel,
     SessionSettings,
     SessionStatus,
+    SourceSeen,
+    SourceVia,
     StoredBlock,
     ToolResultStatus,
     check_message_size,
@@ -61,8 +63,9 @@ def _run_totals_unknown(state: State) -> None:
 class AgentSession(Aggregate):
     """One agent session in a workspace."""
 
-    # v2: typed settings; a run's tokens and last message. v3: its organization and team
-    class_version = 3
+    # v2: typed settings; a run's tokens and last message. v3: its organization and team.
+    # v4: the numbers of its sources
+    class_version = 4
 
     @staticmethod
     def upcast_v1_v2(state: State) -> None:
@@ -74,6 +77,10 @@ class AgentSession(Aggregate):
     def upcast_v2_v3(state: State) -> None:
         state.setdefault("organization_id", None)
         state.setdefault("team_id", None)
+
+    @staticmethod
+    def upcast_v3_v4(state: State) -> None:
+        state.setdefault("source_numbers", {})
 
     # -- events ----------------------------------------------------------------
 
@@ -229,6 +236,17 @@ class AgentSession(Aggregate):
         spent_tokens: int
         limit_tokens: int | None
 
+    class SourceRecorded(Aggregate.Event):
+        """A page the agent saw (a search result, a page it read), by its stable number."""
+
+        number: int
+        url: str
+        title: str
+        snippet: str
+        blob_ref: str | None  # the page's full text, once it was read
+        via: SourceVia
+        tool_use_id: str
+
     class ArtifactCreated(Aggregate.Event):
         kind: ArtifactKind
         name: str
@@ -317,6 +335,7 @@ class AgentSession(Aggregate):
         self.pending_confirmations: dict[str, str] = {}
         # action id -> approved (a dict, not a set: snapshots are stored as JSON)
         self.answered_confirmations: dict[str, bool] = {}
+        self.source_numbers: dict[str, int] = {}  # url -> its number, from 1
 
     @classmethod
     def start(
@@ -517,6 +536,33 @@ class AgentSession(Aggregate):
         self, kind: ArtifactKind, name: str, blob_ref: str, size: int, sha256: str, media_type: str
     ) -> None:
         pass
+
+    def record_sources(self, tool_use_id: str, seen: list[SourceSeen]) -> None:
+        """Number each page a tool call saw: a new URL gets the next number; a page read
+        again (now with its text) keeps its number; a URL seen again otherwise is not
+        recorded twice."""
+        self._check_open()
+        for page in seen:
+            known = self.source_numbers.get(page.url)
+            if known is not None and (page.via != "read" or page.blob_ref is None):
+                continue
+            number = known or len(self.source_numbers) + 1
+            self._source_recorded(
+                number, page.url, page.title, page.snippet, page.blob_ref, page.via, tool_use_id
+            )
+
+    @event(SourceRecorded)
+    def _source_recorded(
+        self,
+        number: int,
+        url: str,
+        title: str,
+        snippet: str,
+        blob_ref: str | None,
+        via: SourceVia,
+        tool_use_id: str,
+    ) -> None:
+        self.source_numbers[url] = number
 
     @event(StrikeRecorded)
     def record_strike(self, tool: str, error_signature: str, count: int) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal, TypedDict, cast
+from uuid import UUID, uuid5
 
 from domain.conversation import CacheTtl, ModelTurn, TextBlock, ThinkingBlock, ToolUseBlock
 from domain.errors import InvalidCommand, MessageTooLarge
@@ -24,6 +25,7 @@ PlanItemStatus = Literal["pending", "in_progress", "done", "skipped"]
 ConfirmationPolicy = Literal["always", "risky", "never"]
 ArtifactKind = Literal["report", "ppt", "code", "file"]
 BudgetScope = Literal["org", "team", "workspace", "user"]
+SourceVia = Literal["search", "read"]
 
 TOOL_RESULT_STATUSES: tuple[ToolResultStatus, ...] = (
     "success",
@@ -124,6 +126,35 @@ class SessionSettings:
             if value is not None:
                 raw[key] = value
         return raw
+
+
+@dataclass(frozen=True)
+class SourceSeen:
+    """A page a tool call saw, before the session numbers it."""
+
+    url: str
+    title: str
+    snippet: str = ""
+    via: SourceVia = "search"
+    blob_ref: str | None = None  # where its full text is kept, when it was read
+
+
+_ARTIFACTS = UUID("8d5f3c1a-9b2e-4f7d-a6c0-1e2d3f4a5b6c")
+
+
+def artifact_id_of(session_id: UUID, version: int) -> UUID:
+    """An artifact's id: derived from the event that created it, the same in a rebuild."""
+    return uuid5(_ARTIFACTS, f"{session_id}:{version}")
+
+
+@dataclass(frozen=True)
+class ArtifactRef:
+    """An artifact a tool created: its id, and its bytes in the blob store."""
+
+    artifact_id: UUID
+    blob_ref: str
+    size: int
+    sha256: str
 
 
 @dataclass(frozen=True)

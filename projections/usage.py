@@ -124,7 +124,8 @@ class UsageView(SessionView):
                 S.UserMessageAppended() | S.ToolCallRequested() | S.ToolResultRecorded()
                 | S.ConfirmationRequested() | S.ConfirmationGiven() | S.PlanUpdated()
                 | S.FindingRecorded() | S.ProgressNoted() | S.StrikeRecorded()
-                | S.RebootRequested() | S.BudgetThresholdReached() | S.ArtifactCreated()
+                | S.RebootRequested() | S.BudgetThresholdReached() | S.SourceRecorded()
+                | S.ArtifactCreated()
                 | S.RunStarted() | S.RunCompleted() | S.RunFailed() | S.RunStopped()
                 | S.SessionRenamed() | S.SessionCompleted() | S.SessionArchived()
             ):  # fmt: skip

@@ -221,6 +221,19 @@ class Notice(Stored, tag="notice", frozen=True):
     budget: BudgetNotice | None = None
 
 
+class Source(Stored, tag="source", frozen=True):
+    """A page the agent saw, by the number its citations use (`[n]`)."""
+
+    number: int
+    url: str
+    title: str
+    domain: str
+    snippet: str
+    via: Literal["search", "read"]
+    tool_call_id: str
+    blob_ref: str | None = None
+
+
 class Artifact(Stored, tag="artifact", frozen=True):
     kind: Literal["report", "ppt", "code", "file"]
     name: str
@@ -246,6 +259,7 @@ SsePayload: TypeAlias = (
     | Finding
     | Progress
     | Notice
+    | Source
     | Artifact
 )
 

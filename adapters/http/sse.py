@@ -20,7 +20,7 @@ from schemas import sse
 
 Turn = S.UserMessageAppended | S.AssistantTurnRecorded
 ToolEvent = S.ToolCallRequested | S.ToolResultRecorded | S.ConfirmationRequested
-Memory = S.PlanUpdated | S.FindingRecorded | S.ProgressNoted | S.ArtifactCreated
+Memory = S.PlanUpdated | S.FindingRecorded | S.ProgressNoted | S.SourceRecorded | S.ArtifactCreated
 Guard = S.StrikeRecorded | S.RebootRequested | S.ContextCompacted | S.BudgetThresholdReached
 RunEvent = S.RunRequested | S.RunStarted | S.RunCompleted | S.RunFailed | S.RunStopped
 Lifecycle = S.SessionStarted | S.SessionRenamed | S.SessionCompleted | S.SessionArchived
@@ -44,7 +44,10 @@ def payloads(e: SessionEvent) -> list[sse.SsePayload]:
                     by=by,
                 )
             ]
-        case S.PlanUpdated() | S.FindingRecorded() | S.ProgressNoted() | S.ArtifactCreated():
+        case (
+            S.PlanUpdated() | S.FindingRecorded() | S.ProgressNoted() | S.SourceRecorded()
+            | S.ArtifactCreated()
+        ):  # fmt: skip
             return [_memory(e)]
         case (
             S.StrikeRecorded() | S.RebootRequested() | S.ContextCompacted()
@@ -162,6 +165,12 @@ def _memory(e: Memory) -> sse.SsePayload:
             )
         case S.ProgressNoted(text=text):
             return sse.Progress(version=v, timestamp=at, text=text)
+        case S.SourceRecorded(number=number, url=url, title=title):
+            return sse.Source(
+                version=v, timestamp=at, number=number, url=url, title=title,
+                domain=urlsplit(url).hostname or "", snippet=e.snippet, via=e.via,
+                tool_call_id=e.tool_use_id, blob_ref=e.blob_ref,
+            )  # fmt: skip
         case S.ArtifactCreated(kind=kind, name=name, blob_ref=ref, size=size, sha256=sha):
             return sse.Artifact(
                 version=v,

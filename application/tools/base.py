@@ -16,7 +16,8 @@ from uuid import UUID
 import msgspec
 
 from domain.conversation import ToolSpec
-from domain.values import Citation, PlanItem
+from domain.sources import NumberedSource
+from domain.values import ArtifactKind, ArtifactRef, Citation, PlanItem
 
 
 class SessionNotes(Protocol):
@@ -27,6 +28,16 @@ class SessionNotes(Protocol):
     async def record_finding(self, text: str, citations: list[Citation]) -> None: ...
 
     async def note_progress(self, text: str) -> None: ...
+
+    async def sources(self) -> dict[int, NumberedSource]:
+        """The session's sources so far, by number."""
+        ...
+
+    async def create_artifact(
+        self, kind: ArtifactKind, name: str, data: bytes, media_type: str
+    ) -> ArtifactRef:
+        """Keep `data` in the blob store and record it as the session's artifact."""
+        ...
 
 
 @dataclass(frozen=True)
