@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
 
 from application.ports import LLM, LLMError
-from application.tools.base import AnyTool, Tool, ToolContext
+from application.tools.base import AnyTool, Tool, ToolContext, ToolOutput
 from domain.conversation import SESSION_KEY, ModelRequest, ModelTurn, StreamItem, ToolSpec
 
 if TYPE_CHECKING:
@@ -149,7 +149,7 @@ class _TracedTool(Tool[Any]):
         self.inner = inner
         self._tracer = tracer
 
-    async def run(self, args: Any, context: ToolContext) -> str:
+    async def run(self, args: Any, context: ToolContext) -> str | ToolOutput:
         attributes = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": self.name,

@@ -38,6 +38,7 @@ from domain.conversation import (
 )
 from domain.events import SessionEvent
 from domain.session import AgentSession as S
+from domain.values import SourceSeen
 
 # Measured, not decided: they differ on every run and say nothing about behaviour.
 IGNORED = {"timestamp", "latency_ms", "duration_ms", "worker"}
@@ -154,6 +155,11 @@ class ReplayToolCalls(ToolCalls):
     ) -> None:
         super().__init__(tools, blobs)
         self.results = {e.tool_use_id: e for e in stored if isinstance(e, S.ToolResultRecorded)}
+        self.sources: dict[str, list[SourceSeen]] = {}
+        for e in stored:
+            if isinstance(e, S.SourceRecorded):
+                seen = SourceSeen(e.url, e.title, e.snippet, e.via, e.blob_ref)
+                self.sources.setdefault(e.tool_use_id, []).append(seen)
 
     async def _perform(
         self, state: RunState, tool_use_id: str, name: str, raw_args: dict[str, object]
@@ -166,7 +172,7 @@ class ReplayToolCalls(ToolCalls):
         # An error goes through the same path as a live failure: strikes count again.
         return Performed(
             recorded.status, recorded.summary, recorded.blob_ref, recorded.error,
-            recorded.duration_ms,
+            recorded.duration_ms, tuple(self.sources.get(tool_use_id, ())),
         )  # fmt: skip
 
 

@@ -11,13 +11,13 @@ import asyncio
 import hashlib
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 from uuid import UUID
 
 from application.ports import BlobStore, ToolExecutionError
 from application.run_state import RunState
-from application.tools.base import ToolContext
+from application.tools.base import ToolContext, ToolOutput, source_marker
 from application.tools.registry import ToolRegistry, ToolRejected
 from domain.errors import DomainError
 from domain.policies import (
@@ -33,6 +33,7 @@ from domain.values import (
     Citation,
     PlanItem,
     RiskLevel,
+    SourceSeen,
     ToolResultStatus,
     ToolUseContent,
     artifact_id_of,
@@ -51,6 +52,7 @@ class Performed:
     blob_ref: str | None = None
     error: str | None = None
     duration_ms: int = 0
+    sources: tuple[SourceSeen, ...] = ()  # numbered when recorded, before the result
 
 
 _ACTIONS = uuid.UUID("6f1c2a52-7d0e-4b4e-9c1e-2f7a3c9d8e10")
@@ -245,9 +247,20 @@ class ToolCalls:
             return _error(f"timed out after {tool.timeout:g}s", started)
         except Exception as e:
             return _error(f"{type(e).__name__}: {e}", started)
-        blob_ref = await self.blobs.put(output.encode()) if len(output) > SUMMARY_LIMIT else None
+        text, seen = (output.text, output.sources) if isinstance(output, ToolOutput) else (
+            output, ()
+        )  # fmt: skip
+        reads = any(page.via == "read" and page.blob_ref is None for page in seen)
+        blob_ref = (
+            await self.blobs.put(text.encode()) if len(text) > SUMMARY_LIMIT or reads else None
+        )
+        # A page read is kept whole: its source points at the text the model was given.
+        seen = tuple(
+            replace(page, blob_ref=blob_ref) if page.via == "read" and not page.blob_ref else page
+            for page in seen
+        )
         return Performed(
-            "success", summarize_output(output, blob_ref), blob_ref, None, _ms_since(started)
+            "success", summarize_output(text, blob_ref), blob_ref, None, _ms_since(started), seen
         )
 
     async def _record(
@@ -257,9 +270,17 @@ class ToolCalls:
             error = result.error or result.summary
             await self._fail(state, tool_use_id, name, error, result.duration_ms)
             return
+        summary = result.summary
+        if result.sources:
+            await state.record(
+                state.sessions.record_sources, state.session_id, tool_use_id, list(result.sources)
+            )
+            numbers = {s.url: n for n, s in numbered_sources(state.log).items()}
+            for index, page in enumerate(result.sources):
+                summary = summary.replace(source_marker(index), f"[{numbers[page.url]}]")
         await state.record(
             state.sessions.record_tool_result,
-            state.session_id, tool_use_id, result.status, result.summary,
+            state.session_id, tool_use_id, result.status, summary,
             blob_ref=result.blob_ref, error=result.error, duration_ms=result.duration_ms,
         )  # fmt: skip
 

@@ -32,7 +32,7 @@ from application.ports import LLM
 from application.runner import AgentRunner, EngineSettings, RunEnd
 from application.runs import RunScheduler
 from application.sessions import SessionService
-from application.tools.base import AnyTool, Tool, ToolContext
+from application.tools.base import AnyTool, Tool, ToolContext, ToolOutput
 from domain.conversation import ModelRequest, StreamItem
 from domain.values import SessionSettings
 
@@ -85,7 +85,7 @@ class TimedLLM:
                 clock.model_calls.append((start, spent))
 
 
-ToolRun = Callable[[msgspec.Struct, ToolContext], Awaitable[str]]
+ToolRun = Callable[[msgspec.Struct, ToolContext], Awaitable[str | ToolOutput]]
 
 
 def time_tools(tools: list[AnyTool]) -> list[AnyTool]:
@@ -96,7 +96,7 @@ def time_tools(tools: list[AnyTool]) -> list[AnyTool]:
 
 
 def _timed(run: ToolRun) -> ToolRun:
-    async def timed(args: msgspec.Struct, context: ToolContext) -> str:
+    async def timed(args: msgspec.Struct, context: ToolContext) -> str | ToolOutput:
         clock = _clock.get()
         start = time.perf_counter()
         try:

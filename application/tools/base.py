@@ -17,7 +17,7 @@ import msgspec
 
 from domain.conversation import ToolSpec
 from domain.sources import NumberedSource
-from domain.values import ArtifactKind, ArtifactRef, Citation, PlanItem
+from domain.values import ArtifactKind, ArtifactRef, Citation, PlanItem, SourceSeen
 
 
 class SessionNotes(Protocol):
@@ -49,6 +49,20 @@ class ToolContext:
     notes: SessionNotes
 
 
+@dataclass(frozen=True)
+class ToolOutput:
+    """A tool's output with the pages it saw. Each page becomes a numbered source of the
+    session when the result is recorded; `source_marker(i)` in the text (for
+    `sources[i]`) is replaced by that number, as `[n]`."""
+
+    text: str
+    sources: tuple[SourceSeen, ...] = ()
+
+
+def source_marker(index: int) -> str:
+    return f"{{{{source:{index}}}}}"
+
+
 A = TypeVar("A", bound=msgspec.Struct)
 
 
@@ -65,8 +79,9 @@ class Tool(ABC, Generic[A]):
     timeout: ClassVar[float] = 60.0
 
     @abstractmethod
-    async def run(self, args: A, context: ToolContext) -> str:
-        """Do the work; return the full output. Raise `ToolExecutionError` to fail."""
+    async def run(self, args: A, context: ToolContext) -> str | ToolOutput:
+        """Do the work; return the full output (with the pages it saw, if any). Raise
+        `ToolExecutionError` to fail."""
 
     def describe(self, args: A) -> str:
         """One line for a human asked to approve this call."""

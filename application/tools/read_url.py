@@ -8,7 +8,8 @@ from typing import Annotated, Literal
 import msgspec
 
 from application.ports import PageReader
-from application.tools.base import Tool, ToolContext
+from application.tools.base import Tool, ToolContext, ToolOutput, source_marker
+from domain.values import SourceSeen
 
 _IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
@@ -45,13 +46,16 @@ class ReadUrl(Tool[ReadUrlArgs]):
     def __init__(self, reader: PageReader) -> None:
         self.reader = reader
 
-    async def run(self, args: ReadUrlArgs, context: ToolContext) -> str:
+    async def run(self, args: ReadUrlArgs, context: ToolContext) -> str | ToolOutput:
         page = await self.reader.read(args.url)
         body = page.markdown if args.mode == "markdown" else plain_text(page.markdown)
         header = (
-            f"# {page.title}\nSource: {page.url} ({page.media_type}, {page.fetched_bytes} bytes)"
+            f"# {page.title}\nSource {source_marker(0)}: {page.url} "
+            f"({page.media_type}, {page.fetched_bytes} bytes)"
         )
-        return f"{header}\n\n{body or '(the page has no readable text)'}"
+        text = f"{header}\n\n{body or '(the page has no readable text)'}"
+        snippet = " ".join(body.split())[:300]
+        return ToolOutput(text, (SourceSeen(page.url, page.title, snippet, "read"),))
 
 
 def plain_text(markdown: str) -> str:

@@ -7,7 +7,8 @@ from typing import Annotated, Literal
 import msgspec
 
 from application.ports import SearchHit, SearchQuery, WebSearch
-from application.tools.base import Tool, ToolContext
+from application.tools.base import Tool, ToolContext, ToolOutput, source_marker
+from domain.values import SourceSeen
 
 MAX_QUERY = 400  # characters; Tavily's own limit
 SNIPPET_LIMIT = 600  # characters of each hit's text shown to the model
@@ -51,7 +52,7 @@ class WebSearchTool(Tool[WebSearchArgs]):
     def __init__(self, search: WebSearch) -> None:
         self._search = search
 
-    async def run(self, args: WebSearchArgs, context: ToolContext) -> str:
+    async def run(self, args: WebSearchArgs, context: ToolContext) -> str | ToolOutput:
         query = args.query.strip()
         hits = await self._search.search(
             SearchQuery(
@@ -65,16 +66,27 @@ class WebSearchTool(Tool[WebSearchArgs]):
         )
         if not hits:
             return f"no results for {query!r}: try fewer or broader keywords, or fewer filters"
-        return "\n\n".join(_hit(n, hit) for n, hit in enumerate(hits, start=1))
+        # Each hit becomes a numbered source of the session; cite it by that number.
+        text = "\n\n".join(_hit(i, hit) for i, hit in enumerate(hits))
+        pages = tuple(
+            SourceSeen(hit.url, _one_line(hit.title) or hit.url, _snippet(hit), "search")
+            for hit in hits
+        )
+        return ToolOutput(text, pages)
 
 
-def _hit(number: int, hit: SearchHit) -> str:
-    lines = [f"{number}. **{_one_line(hit.title) or hit.url}**", f"   {hit.url}"]
-    if hit.published_date:
-        lines.append(f"   Published: {hit.published_date}")
+def _snippet(hit: SearchHit) -> str:
     snippet = _one_line(hit.content)
     if len(snippet) > SNIPPET_LIMIT:
         snippet = snippet[: SNIPPET_LIMIT - 3].rstrip() + "..."
+    return snippet
+
+
+def _hit(index: int, hit: SearchHit) -> str:
+    lines = [f"{source_marker(index)} **{_one_line(hit.title) or hit.url}**", f"   {hit.url}"]
+    if hit.published_date:
+        lines.append(f"   Published: {hit.published_date}")
+    snippet = _snippet(hit)
     if snippet:
         lines.append(f"   {snippet}")
     return "\n".join(lines)

@@ -24,7 +24,7 @@ import trustme
 from adapters.web.page_reader import HttpPageReader
 from adapters.web.url_guard import AllowList
 from application.ports import PageError, PageRefused
-from application.tools.base import ToolContext
+from application.tools.base import ToolContext, ToolOutput, source_marker
 from application.tools.read_url import ReadUrl, ReadUrlArgs
 from domain.values import Citation, PlanItem
 
@@ -356,11 +356,18 @@ CONTEXT = ToolContext(uuid4(), "toolu_1", NoNotes())
 async def test_read_url_returns_the_page_under_its_title_and_final_url(site: Site) -> None:
     url = site.route("/tool.html", html(ARTICLE))
     output = await ReadUrl(reader()).run(ReadUrlArgs(url=url), CONTEXT)
-    header, body = output.split("\n\n", 1)
-    assert header == f"# Tide pools of Brittany\nSource: {url} (text/html, {len(ARTICLE)} bytes)"
+    assert isinstance(output, ToolOutput)
+    header, body = output.text.split("\n\n", 1)
+    assert header == (
+        f"# Tide pools of Brittany\nSource {source_marker(0)}: {url} "
+        f"(text/html, {len(ARTICLE)} bytes)"
+    )
     assert "[2023 survey](https://example.org/survey)" in body
+    (page,) = output.sources
+    assert (page.url, page.title, page.via) == (url, "Tide pools of Brittany", "read")
     text = await ReadUrl(reader()).run(ReadUrlArgs(url=url, mode="text"), CONTEXT)
-    assert "Read the 2023 survey for counts" in text and "example.org" not in text
+    assert isinstance(text, ToolOutput)
+    assert "Read the 2023 survey for counts" in text.text and "example.org" not in text.text
 
 
 async def test_read_url_fails_with_url_not_allowed_for_a_private_address() -> None:

@@ -219,13 +219,13 @@ async def test_the_tool_answers_markdown_and_keeps_bad_queries_as_failures(
         "invalid arguments for web_search: Expected `str` of length <= 400 - at `$.query`"
     )
     assert "$.topic" in (bad_topic.error or "")
-    assert found.summary.startswith(
-        "1. **AI agents market size and forecast 2024-2030**\n"
+    assert found.summary.startswith(  # each hit under its number as a source of the session
+        "[1] **AI agents market size and forecast 2024-2030**\n"
         "   https://www.marketwatch.example.com/ai-agents-market-size\n"
         "   Published: 2024-09-05\n"
         "   The AI agents market was valued at 5.1 billion USD in 2024"
     )
-    assert "\n\n2. **" in found.summary
+    assert "\n\n[2] **" in found.summary
     assert [r.body["query"] for r in fake.searches] == ["AI agents"]  # bad ones never sent
 
 

@@ -1,0 +1,1 @@
+"""Document rendering: a report's Markdown as a PDF (ReportLab)."""
