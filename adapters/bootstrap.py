@@ -56,6 +56,7 @@ from application.tools.registry import ToolRegistry
 from application.tools.web_search import WebSearchTool
 from domain.pricing import PriceTable
 from projections.accounts import AccountsView
+from projections.artifacts import ArtifactsView
 from projections.budgets import BudgetsView
 from projections.confirmations import ConfirmationsView
 from projections.sessions import SessionsView
@@ -255,6 +256,7 @@ def _open_store(settings: Settings, database_url: str, nats_url: str, clock: Clo
             AccountsView(factory.datastore),
             UsageView(factory.datastore),
             BudgetsView(factory.datastore),
+            ArtifactsView(factory.datastore),
         )
     }
     checkpoints = PostgresTrackingRecorder(factory.datastore, tracking_table_name=TRACKING_TABLE)

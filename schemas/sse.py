@@ -241,6 +241,7 @@ class Artifact(Stored, tag="artifact", frozen=True):
     size: int
     sha256: str
     media_type: str
+    artifact_id: UUID | None = None  # `GET /artifacts/{artifact_id}`
 
 
 SsePayload: TypeAlias = (

@@ -20,6 +20,7 @@ from litestar.types import ControllerRouterHandler
 from adapters.bootstrap import recover_runs
 from adapters.container import Container
 from adapters.http import log_redaction
+from adapters.http.artifacts import ArtifactController, ArtifactLookup
 from adapters.http.auth import PUBLIC, BearerTokenAuthentication
 from adapters.http.auth_routes import AuthController, WorkspaceController
 from adapters.http.chat import ChatController
@@ -40,6 +41,7 @@ from adapters.nats.session_feed import SessionFeed
 from adapters.services import Services
 from adapters.system import Engine
 from projections.accounts import AccountsView, WorkspaceDirectory
+from projections.artifacts import ArtifactsView
 from projections.budgets import BudgetsView
 from projections.confirmations import ConfirmationsView
 from projections.sessions import SessionsView
@@ -49,7 +51,7 @@ MAX_BODY = 2 * 1024 * 1024  # a 1 MiB message plus its JSON envelope fits; more 
 HANDLERS: list[ControllerRouterHandler] = [
     OpsController, AuthController, WorkspaceController, SessionController, StreamController,
     ChatController, HitlController, ToolController, UploadController, UsageController,
-    metrics_endpoint,
+    ArtifactController, metrics_endpoint,
 ]  # fmt: skip
 
 
@@ -162,6 +164,13 @@ def _budgets_view(container: Container) -> BudgetsView:
     return view
 
 
+def _artifact_lookup(container: Container, waiter: ViewWaiter, access: Access) -> ArtifactLookup:
+    view = container.views[ArtifactsView.name]
+    assert isinstance(view, ArtifactsView)
+    head = _log_recorder(container, view.name).max_notification_id
+    return ArtifactLookup(view, waiter, head, access, container.bridge)
+
+
 def _log_recorder(container: Container, view: str) -> PostgresApplicationRecorder:
     recorder = container.log_of(view).recorder
     assert isinstance(recorder, PostgresApplicationRecorder)
@@ -186,6 +195,7 @@ def _dependencies(
         "probes": probes,
         "workspaces": WorkspaceDirectory(_accounts_view(container), container.accounts),
         "billing": Billing(container.usage, _budgets_view(container)),
+        "artifacts": _artifact_lookup(container, views.waiter, access),
     }
     return {
         name: Provide(_constant(value), sync_to_thread=False) for name, value in provided.items()

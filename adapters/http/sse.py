@@ -15,7 +15,13 @@ from domain.conversation import TextDelta, ThinkingDelta
 from domain.events import SessionEvent
 from domain.pricing import usd_text
 from domain.session import AgentSession as S
-from domain.values import Citation, blocks_text, blocks_thinking, blocks_tool_uses
+from domain.values import (
+    Citation,
+    artifact_id_of,
+    blocks_text,
+    blocks_thinking,
+    blocks_tool_uses,
+)
 from schemas import sse
 
 Turn = S.UserMessageAppended | S.AssistantTurnRecorded
@@ -181,6 +187,7 @@ def _memory(e: Memory) -> sse.SsePayload:
                 size=size,
                 sha256=sha,
                 media_type=e.media_type,
+                artifact_id=artifact_id_of(e.originator_id, v),
             )
         case _:
             assert_never(e)

@@ -60,6 +60,7 @@ def test_serve_starts_everything_answers_health_and_stops_cleanly(data_root: Pat
             "accounts",
             "usage",
             "budgets",
+            "artifacts",
         ]
         postgres_pid = int((data_dir / "postgres" / "postmaster.pid").read_text().split()[0])
     finally:
