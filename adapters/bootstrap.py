@@ -8,10 +8,12 @@ part from the settings, except what the caller passes in its place: a keyword le
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from argon2 import PasswordHasher
@@ -24,6 +26,8 @@ from nats.js import JetStreamContext
 from adapters.blobs.filesystem import FilesystemBlobStore
 from adapters.container import Container
 from adapters.deltas import NullDeltaSink
+from adapters.documents.pdf import ReportLabDocumentRenderer
+from adapters.embeddings import EmbedderUnavailable, build_embedder
 from adapters.llm.anthropic import AnthropicLLM
 from adapters.llm.scripted import load_llm_spec
 from adapters.llm.tokens import TiktokenCounter
@@ -49,10 +53,15 @@ from application.replay import ReplayBudgets, ReplayEngine
 from application.runner import AgentRunner, EngineSettings
 from application.runs import RunScheduler
 from application.sessions import SessionService
+from application.skills import SkillMatcher, SkillRegistry, builtin_skills_dir
+from application.skills.service import Skills
+from application.tools.activate_skill import ActivateSkill
 from application.tools.base import AnyTool
+from application.tools.create_doc import CreateDoc
 from application.tools.notes import NoteProgress, RecordFinding, UpdatePlan
 from application.tools.read_url import ReadUrl
 from application.tools.registry import ToolRegistry
+from application.tools.skill_files import ReadSkillFile
 from application.tools.web_search import WebSearchTool
 from domain.pricing import PriceTable
 from projections.accounts import AccountsView
@@ -131,6 +140,7 @@ def bootstrap_engine(
     prices: PriceTable | None = None,
     budgets: BudgetGuard | None = None,
     telemetry: TracerProvider | None = None,
+    skills: Skills | None = None,
 ) -> Engine:
     """The engine alone, on `sessions` (default: a new in-memory event store).
 
@@ -153,6 +163,7 @@ def bootstrap_engine(
         settings=engine_settings or build_engine_settings(settings),
         prices=prices if prices is not None else load_price_table(settings),
         budgets=budgets,
+        skills=skills if skills is not None else build_skills(settings),
     )
     manual = ManualTools(runner.tool_calls, sessions, bridge)
     scheduler = RunScheduler(runner, sessions, bridge, manual)
@@ -173,6 +184,7 @@ def replay_engine(like: AgentRunner, *, tools: Iterable[AnyTool] | None = None) 
             engine_settings=like.settings,
             prices=like.prices,
             budgets=ReplayBudgets(llm),
+            skills=like.skills,
         ).runner
 
     return build
@@ -217,7 +229,28 @@ def build_tools(settings: Settings) -> list[AnyTool]:
     """The built-in tools, their ports injected (a tool that needs a client gets it here)."""
     search = build_web_search(settings.tavily_api_key, settings.tavily_url)
     reader = HttpPageReader(AllowList.parse(settings.fetch_allow))
-    return [UpdatePlan(), RecordFinding(), NoteProgress(), WebSearchTool(search), ReadUrl(reader)]
+    skills = build_skills(settings)
+    return [
+        UpdatePlan(), RecordFinding(), NoteProgress(), WebSearchTool(search), ReadUrl(reader),
+        ActivateSkill(skills), ReadSkillFile(skills), CreateDoc(ReportLabDocumentRenderer()),
+    ]  # fmt: skip
+
+
+def build_skills(settings: Settings) -> Skills:
+    """The built-in skills and `TOKENDANCE_SKILLS_DIR`'s, with their matcher (one per
+    process and configuration: the embedding model loads once)."""
+    return _skills(settings.skills_dir, settings.embedder, settings.skill_match_threshold)
+
+
+@functools.cache
+def _skills(skills_dir: Path | None, embedder: str, threshold: float) -> Skills:
+    registry = SkillRegistry.discover(builtin_skills_dir(), skills_dir)
+    try:
+        chosen = build_embedder(embedder)
+    except EmbedderUnavailable as e:
+        log.warning("skills are matched by keywords and hashed text only: %s", e)
+        chosen = build_embedder("hashing")
+    return Skills(registry, SkillMatcher(registry, chosen, threshold=threshold))
 
 
 def build_engine_settings(settings: Settings) -> EngineSettings:

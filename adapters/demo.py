@@ -49,7 +49,7 @@ def _details(e: SessionEvent) -> str:
         case (
             S.ConfirmationRequested() | S.ConfirmationGiven() | S.StrikeRecorded()
             | S.RebootRequested() | S.ContextCompacted() | S.BudgetThresholdReached()
-            | S.SourceRecorded()
+            | S.SourceRecorded() | S.SkillActivated()
             | S.ArtifactCreated()
             | S.RunRequested() | S.RunStarted() | S.SessionRenamed() | S.SessionCompleted()
             | S.SessionArchived()

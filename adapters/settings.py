@@ -89,6 +89,19 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "hosts, IPs or CIDR networks `read_url` may fetch although they are not public "
         "(comma-separated, any port); everything private, local or link-local is refused",
     ),
+    "TOKENDANCE_SKILLS_DIR": (
+        "",
+        "a folder of more skills (a folder per skill with its SKILL.md) beside the built-in ones",
+    ),
+    "TOKENDANCE_EMBEDDER": (
+        "wordllama",
+        "how messages are matched to skills beyond keywords: wordllama (a local model that "
+        "ships in its package) or hashing (deterministic, no model)",
+    ),
+    "TOKENDANCE_SKILL_MATCH_THRESHOLD": (
+        "0.3",
+        "the least cosine similarity for a skill to be picked by meaning rather than keywords",
+    ),
     "TOKENDANCE_ALERT_WEBHOOK": ("", "URL budget alerts are POSTed to as JSON (none: not sent)"),
     "TOKENDANCE_ALERT_WEBHOOK_SECRET": (
         "",
@@ -133,6 +146,9 @@ class Settings:
     tavily_api_key: str | None = None
     tavily_url: str | None = None
     fetch_allow: str = ""
+    skills_dir: Path | None = None
+    embedder: str = _default("TOKENDANCE_EMBEDDER")
+    skill_match_threshold: float = float(_default("TOKENDANCE_SKILL_MATCH_THRESHOLD"))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -177,6 +193,13 @@ class Settings:
             tavily_api_key=env.get("TAVILY_API_KEY", "").strip() or None,
             tavily_url=env.get("TOKENDANCE_TAVILY_URL") or None,
             fetch_allow=env.get("TOKENDANCE_FETCH_ALLOW", ""),
+            skills_dir=Path(env["TOKENDANCE_SKILLS_DIR"])
+            if env.get("TOKENDANCE_SKILLS_DIR")
+            else None,
+            embedder=_embedder(get("TOKENDANCE_EMBEDDER")),
+            skill_match_threshold=_fraction(
+                get("TOKENDANCE_SKILL_MATCH_THRESHOLD"), "TOKENDANCE_SKILL_MATCH_THRESHOLD"
+            ),
         )
 
     def override(self, **changes: object) -> Settings:
@@ -222,6 +245,26 @@ def _webhook_secret(env: Mapping[str, str]) -> str | None:
             "TOKENDANCE_ALERT_WEBHOOK: receivers check each alert's signature with it"
         )
     return secret
+
+
+def _optional_path(value: str | None) -> Path | None:
+    return Path(value) if value else None
+
+
+def _embedder(value: str) -> str:
+    if value not in ("wordllama", "hashing"):
+        raise SystemExit(f"TOKENDANCE_EMBEDDER must be wordllama or hashing, not {value!r}")
+    return value
+
+
+def _fraction(value: str, name: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not 0.0 <= number <= 1.0:
+        raise SystemExit(f"{name} must be a number from 0 to 1, not {value!r}")
+    return number
 
 
 def _cache_ttl(value: str) -> CacheTtl:

@@ -287,7 +287,7 @@ def _apply_input(
             | S.FindingRecorded() | S.ProgressNoted() | S.StrikeRecorded()
             | S.RebootRequested() | S.ContextCompacted() | S.ArtifactCreated()
             | S.RunCompleted() | S.RunFailed() | S.RunStopped() | S.BudgetThresholdReached()
-            | S.SourceRecorded()
+            | S.SourceRecorded() | S.SkillActivated()
         ):  # fmt: skip
             pass  # the engine's own output: it must produce these by itself
         case _:

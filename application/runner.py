@@ -9,10 +9,12 @@ A stop is a cancellation of the task running this loop (see `application/runs.py
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import time
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Literal
 from uuid import UUID
 
@@ -21,6 +23,7 @@ from application.budget_guard import BudgetGuard, NoBudgets
 from application.ports import LLM, BlobStore, DeltaSink, LLMError, TokenCounter
 from application.run_state import RunState
 from application.sessions import SessionService
+from application.skills.service import Skills
 from application.tool_calls import ToolCalls
 from application.tools.registry import ToolRegistry
 from domain.budgets import BillingScope, BudgetExceeded, Spend
@@ -35,9 +38,14 @@ from domain.conversation import (
 )
 from domain.policies import REBOOT_QUESTIONS, needs_compaction
 from domain.pricing import PriceTable
+from domain.session import AgentSession as S
 from domain.values import ModelCallCost, SessionSettings
 
 RunEnd = Literal["completed", "failed", "suspended", "not_active"]
+
+
+def _expired(since: datetime, seconds: int | None) -> bool:
+    return seconds is not None and (datetime.now(UTC) - since).total_seconds() > seconds
 
 
 def this_worker() -> str:
@@ -90,6 +98,7 @@ class AgentRunner:
         deltas: DeltaSink,
         prices: PriceTable,
         budgets: BudgetGuard | None = None,
+        skills: Skills | None = None,
         settings: EngineSettings | None = None,
         worker: str | None = None,
     ) -> None:
@@ -103,6 +112,7 @@ class AgentRunner:
         self.settings = settings or EngineSettings()
         self.prices = prices
         self.budgets: BudgetGuard = budgets or NoBudgets()
+        self.skills = skills
         # Asked when built, not at import: a forked process has a pid of its own.
         self.worker = worker or this_worker()
 
@@ -119,6 +129,7 @@ class AgentRunner:
         )
         if not state.has_started():
             await state.record(self.sessions.start_run, session_id, run_id, self.worker)
+            await self._match_skill(state)
         if await self.tool_calls.work_through(state, recovering=recovering) == "suspended":
             return "suspended"
         while True:
@@ -152,6 +163,9 @@ class AgentRunner:
             allowed = ", ".join(settings.allowed_tools)
             system += f"\n\nIn this session you may only use these tools: {allowed}"
         model = settings.model or self.settings.model
+        catalog = self.skills.catalog() if self.skills is not None else ""
+        if catalog:
+            system += f"\n\n{catalog}"
         return ContextFrame(
             system=system,
             tools=self.tools.specs(),
@@ -165,12 +179,29 @@ class AgentRunner:
         limit = state.settings.max_iterations
         if limit is None:
             limit = self.settings.max_iterations
+        skill = state.ledger.skill
+        if skill is not None and skill.max_iterations is not None:
+            limit = min(limit, skill.max_iterations)
         if state.turns >= limit:
             return "max_iterations"
+        if skill is not None and _expired(skill.timestamp, skill.timeout):
+            return "skill_timeout"
         budget = state.settings.token_budget
         if budget is not None and state.ledger.tokens_used >= budget:
             return "token_budget"
         return None
+
+    async def _match_skill(self, state: RunState) -> None:
+        """At a run's start, a skill for the user's message, if none is active yet."""
+        if self.skills is None or state.ledger.skill is not None:
+            return
+        message = next(
+            (e.text for e in reversed(state.log) if isinstance(e, S.UserMessageAppended)), ""
+        )
+        found = await asyncio.to_thread(self.skills.match, message) if message else None
+        if found is not None:
+            spec, score, by = found
+            await state.record(self.sessions.activate_skill, state.session_id, spec, score, by)
 
     async def _maybe_reboot(self, state: RunState) -> None:
         stalled = state.ledger.stalled_turns

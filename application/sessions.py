@@ -23,6 +23,8 @@ from domain.values import (
     PlanItem,
     RiskLevel,
     SessionSettings,
+    SkillActivation,
+    SkillSpec,
     SourceSeen,
     ToolResultStatus,
 )
@@ -274,6 +276,12 @@ class SessionService(Application[UUID]):
         return self._change(
             session_id, lambda s: s.record_artifact(kind, name, blob_ref, size, sha256, media_type)
         )
+
+    def activate_skill(
+        self, session_id: UUID, skill: SkillSpec, score: float, by: SkillActivation
+    ) -> Receipt:
+        """A skill takes over the session (its instructions join the conversation)."""
+        return self._change(session_id, lambda s: s.activate_skill(skill, score, by))
 
     def record_sources(self, session_id: UUID, tool_use_id: str, seen: list[SourceSeen]) -> Receipt:
         """Number the pages a tool call saw (see `AgentSession.record_sources`)."""

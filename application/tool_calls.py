@@ -8,7 +8,6 @@ arguments, a tool outside the session's allowed list, a failure, a timeout, a hu
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 import uuid
 from dataclasses import dataclass, replace
@@ -17,6 +16,7 @@ from uuid import UUID
 
 from application.ports import BlobStore, ToolExecutionError
 from application.run_state import RunState
+from application.session_notes import SessionNotesOfRun
 from application.tools.base import ToolContext, ToolOutput, source_marker
 from application.tools.registry import ToolRegistry, ToolRejected
 from domain.errors import DomainError
@@ -26,17 +26,12 @@ from domain.policies import (
     error_signature,
     summarize_output,
 )
-from domain.sources import NumberedSource, numbered_sources
+from domain.sources import numbered_sources
 from domain.values import (
-    ArtifactKind,
-    ArtifactRef,
-    Citation,
-    PlanItem,
     RiskLevel,
     SourceSeen,
     ToolResultStatus,
     ToolUseContent,
-    artifact_id_of,
 )
 
 Outcome = Literal["done", "suspended"]
@@ -61,43 +56,6 @@ _ACTIONS = uuid.UUID("6f1c2a52-7d0e-4b4e-9c1e-2f7a3c9d8e10")
 def action_id_for(session_id: UUID, tool_use_id: str) -> str:
     """The confirmation id of a tool use: derived, so a replay asks with the same id."""
     return str(uuid.uuid5(_ACTIONS, f"{session_id}:{tool_use_id}"))
-
-
-class SessionNotesOfRun:
-    """`SessionNotes` bound to a run: what built-in tools write lands in the log."""
-
-    def __init__(self, state: RunState, blobs: BlobStore) -> None:
-        self._state = state
-        self._blobs = blobs
-
-    async def update_plan(self, items: list[PlanItem]) -> None:
-        s = self._state
-        await s.record(s.sessions.update_plan, s.session_id, items)
-
-    async def record_finding(self, text: str, citations: list[Citation]) -> None:
-        s = self._state
-        await s.record(s.sessions.record_finding, s.session_id, text, citations)
-
-    async def note_progress(self, text: str) -> None:
-        s = self._state
-        await s.record(s.sessions.note_progress, s.session_id, text)
-
-    async def sources(self) -> dict[int, NumberedSource]:
-        return numbered_sources(self._state.log)
-
-    async def create_artifact(
-        self, kind: ArtifactKind, name: str, data: bytes, media_type: str
-    ) -> ArtifactRef:
-        s = self._state
-        blob_ref = await self._blobs.put(data, content_type=media_type)
-        sha256 = hashlib.sha256(data).hexdigest()
-        receipt = await s.record(
-            s.sessions.record_artifact, s.session_id, kind, name, blob_ref,
-            size=len(data), sha256=sha256, media_type=media_type,
-        )  # fmt: skip
-        return ArtifactRef(
-            artifact_id_of(s.session_id, receipt.version), blob_ref, len(data), sha256
-        )
 
 
 class ToolCalls:
@@ -311,6 +269,13 @@ class ToolCalls:
         if allowed is not None and name not in allowed:
             raise ToolRejected(
                 f"{name} is not allowed in this session; allowed: {', '.join(allowed)}"
+            )
+        skill = state.ledger.skill
+        tools = skill.allowed_tools if skill is not None else None
+        if skill is not None and tools is not None and name not in tools:
+            raise ToolRejected(
+                f"{name} is not allowed while the skill {skill.name} is active; "
+                f"allowed: {', '.join(tools)}"
             )
 
     @staticmethod

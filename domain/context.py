@@ -112,6 +112,9 @@ class ContextBuilder:
         """Start again from the summary and what came after `through_version`."""
         self._turns, self._messages, self._tokens, self._dirty = [], [], [], 0
         self._add(("user", [TextBlock(f"[Summary of the conversation so far]\n{summary}")]))
+        skills = [e for e in self._events if isinstance(e, S.SkillActivated)]
+        if skills and skills[-1].originator_version <= through_version:
+            self._add(("user", [skill_instructions(skills[-1])]))  # never compacted away
         for e in self._events:
             if e.originator_version > through_version:
                 self._add(_turn_of(e))
@@ -203,6 +206,9 @@ def _turn_of(e: SessionEvent) -> tuple[Role, list[ContentBlock]] | None:
         case S.RebootRequested(questions=questions):
             listed = "\n".join(f"{i}. {q}" for i, q in enumerate(questions, 1))
             return "user", [TextBlock(REBOOT_PROMPT + listed)]
+        case S.SkillActivated(by=by):
+            # Activated by the model's own `activate_skill` call: its result carries them.
+            return None if by == "tool" else ("user", [skill_instructions(e)])
         case (
             S.SessionStarted() | S.ConfirmationRequested() | S.ConfirmationGiven()
             | S.PlanUpdated() | S.FindingRecorded() | S.ProgressNoted()
@@ -215,6 +221,11 @@ def _turn_of(e: SessionEvent) -> tuple[Role, list[ContentBlock]] | None:
             return None  # not part of the conversation (the plan is recited at the end)
         case _:
             assert_never(e)
+
+
+def skill_instructions(e: S.SkillActivated) -> TextBlock:
+    """A skill's instructions as the conversation carries them (Level 2)."""
+    return TextBlock(f"[Skill activated: {e.name}]\n\n{e.instructions}")
 
 
 REBOOT_PROMPT = (

@@ -28,6 +28,7 @@ SessionEvent: TypeAlias = (
     | S.ContextCompacted
     | S.BudgetThresholdReached
     | S.SourceRecorded
+    | S.SkillActivated
     | S.ArtifactCreated
     | S.RunRequested
     | S.RunStarted

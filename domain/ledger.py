@@ -35,6 +35,7 @@ class Ledger:
     tokens_used: int = 0
     stalled_turns: int = 0
     failures: dict[tuple[str, str], int] = field(default_factory=dict)
+    skill: S.SkillActivated | None = None  # the skill active now, if any
     _done: frozenset[str] = frozenset()
 
     @classmethod
@@ -70,6 +71,8 @@ class Ledger:
                 self._done = done
             case S.RebootRequested():
                 self.stalled_turns = 0
+            case S.SkillActivated():
+                self.skill = e
             case (
                 S.UserMessageAppended() | S.FindingRecorded() | S.ProgressNoted()
                 | S.ContextCompacted() | S.BudgetThresholdReached() | S.SourceRecorded()

@@ -10,6 +10,7 @@ events up to date, so every event ever stored still loads.
 
 from __future__ import annotations
 
+import hashlib
 from decimal import Decimal
 from typing import Any
 from uuid import UUID
@@ -34,6 +35,8 @@ from domain.values import (
     RiskLevel,
     SessionSettings,
     SessionStatus,
+    SkillActivation,
+    SkillSpec,
     SourceSeen,
     SourceVia,
     StoredBlock,
@@ -246,6 +249,20 @@ class AgentSession(Aggregate):
         blob_ref: str | None  # the page's full text, once it was read
         via: SourceVia
         tool_use_id: str
+
+    class SkillActivated(Aggregate.Event):
+        """A skill took over the session's way of working: its instructions (Level 2)
+        join the conversation here, and its limits apply from here on."""
+
+        name: str
+        skill_version: str
+        score: float
+        by: SkillActivation  # "keyword" | "embedding" (the matcher) | "tool" (the model)
+        instructions: str
+        instructions_sha256: str
+        allowed_tools: list[str] | None
+        max_iterations: int | None
+        timeout: int | None  # seconds from activation
 
     class ArtifactCreated(Aggregate.Event):
         kind: ArtifactKind
@@ -563,6 +580,30 @@ class AgentSession(Aggregate):
         tool_use_id: str,
     ) -> None:
         self.source_numbers[url] = number
+
+    def activate_skill(self, skill: SkillSpec, score: float, by: SkillActivation) -> None:
+        self._check_open()
+        self._skill_activated(
+            skill.name, skill.version, score, by, skill.instructions,
+            hashlib.sha256(skill.instructions.encode()).hexdigest(),
+            None if skill.allowed_tools is None else list(skill.allowed_tools),
+            skill.max_iterations, skill.timeout,
+        )  # fmt: skip
+
+    @event(SkillActivated)
+    def _skill_activated(
+        self,
+        name: str,
+        skill_version: str,
+        score: float,
+        by: SkillActivation,
+        instructions: str,
+        instructions_sha256: str,
+        allowed_tools: list[str] | None,
+        max_iterations: int | None,
+        timeout: int | None,
+    ) -> None:
+        pass
 
     @event(StrikeRecorded)
     def record_strike(self, tool: str, error_signature: str, count: int) -> None:

@@ -26,6 +26,7 @@ ConfirmationPolicy = Literal["always", "risky", "never"]
 ArtifactKind = Literal["report", "ppt", "code", "file"]
 BudgetScope = Literal["org", "team", "workspace", "user"]
 SourceVia = Literal["search", "read"]
+SkillActivation = Literal["keyword", "embedding", "tool"]
 
 TOOL_RESULT_STATUSES: tuple[ToolResultStatus, ...] = (
     "success",
@@ -126,6 +127,18 @@ class SessionSettings:
             if value is not None:
                 raw[key] = value
         return raw
+
+
+@dataclass(frozen=True)
+class SkillSpec:
+    """What a session records of a skill it activates (its instructions and limits)."""
+
+    name: str
+    version: str
+    instructions: str
+    allowed_tools: tuple[str, ...] | None = None
+    max_iterations: int | None = None
+    timeout: int | None = None
 
 
 @dataclass(frozen=True)

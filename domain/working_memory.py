@@ -142,7 +142,7 @@ def fold(state: WorkingMemoryState, e: SessionEvent) -> WorkingMemoryState:
         case (
             S.UserMessageAppended() | S.AssistantTurnRecorded() | S.ConfirmationRequested()
             | S.ConfirmationGiven() | S.RebootRequested() | S.ContextCompacted()
-            | S.BudgetThresholdReached() | S.SourceRecorded()
+            | S.BudgetThresholdReached() | S.SourceRecorded() | S.SkillActivated()
             | S.ArtifactCreated() | S.RunRequested() | S.SessionCompleted() | S.SessionArchived()
         ):  # fmt: skip
             return state

@@ -91,7 +91,7 @@ class ArtifactsView(SessionView):
                 | S.ToolResultRecorded() | S.ConfirmationRequested() | S.ConfirmationGiven()
                 | S.PlanUpdated() | S.FindingRecorded() | S.ProgressNoted() | S.StrikeRecorded()
                 | S.RebootRequested() | S.ContextCompacted() | S.BudgetThresholdReached()
-                | S.SourceRecorded() | S.RunRequested() | S.RunStarted()
+                | S.SourceRecorded() | S.SkillActivated() | S.RunRequested() | S.RunStarted()
                 | S.RunCompleted() | S.RunFailed() | S.RunStopped() | S.SessionRenamed()
                 | S.SessionCompleted() | S.SessionArchived()
             ):  # fmt: skip

@@ -94,6 +94,7 @@ class ConfirmationsView(SessionView):
                 | S.ToolCallRequested() | S.PlanUpdated() | S.FindingRecorded()
                 | S.ProgressNoted() | S.StrikeRecorded() | S.RebootRequested()
                 | S.ContextCompacted() | S.BudgetThresholdReached() | S.SourceRecorded()
+                | S.SkillActivated()
                 | S.ArtifactCreated()
                 | S.RunRequested()
                 | S.RunStarted() | S.RunCompleted() | S.RunFailed() | S.RunStopped()

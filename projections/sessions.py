@@ -193,7 +193,7 @@ def _changes(e: SessionEvent) -> Change:
         case (
             S.SessionStarted() | S.PlanUpdated() | S.FindingRecorded() | S.ProgressNoted()
             | S.StrikeRecorded() | S.RebootRequested() | S.ContextCompacted()
-            | S.BudgetThresholdReached() | S.SourceRecorded()
+            | S.BudgetThresholdReached() | S.SourceRecorded() | S.SkillActivated()
             | S.ArtifactCreated()
         ):  # fmt: skip
             return NOTHING

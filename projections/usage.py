@@ -125,6 +125,7 @@ class UsageView(SessionView):
                 | S.ConfirmationRequested() | S.ConfirmationGiven() | S.PlanUpdated()
                 | S.FindingRecorded() | S.ProgressNoted() | S.StrikeRecorded()
                 | S.RebootRequested() | S.BudgetThresholdReached() | S.SourceRecorded()
+                | S.SkillActivated()
                 | S.ArtifactCreated()
                 | S.RunStarted() | S.RunCompleted() | S.RunFailed() | S.RunStopped()
                 | S.SessionRenamed() | S.SessionCompleted() | S.SessionArchived()

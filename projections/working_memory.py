@@ -76,7 +76,7 @@ class WorkingMemoryView(SessionView):
             case (
                 S.UserMessageAppended() | S.AssistantTurnRecorded() | S.ConfirmationRequested()
                 | S.ConfirmationGiven() | S.RebootRequested() | S.ContextCompacted()
-                | S.BudgetThresholdReached() | S.SourceRecorded()
+                | S.BudgetThresholdReached() | S.SourceRecorded() | S.SkillActivated()
                 | S.ArtifactCreated() | S.RunRequested() | S.SessionCompleted()
                 | S.SessionArchived()
             ):  # fmt: skip

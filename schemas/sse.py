@@ -234,6 +234,15 @@ class Source(Stored, tag="source", frozen=True):
     blob_ref: str | None = None
 
 
+class SkillActivated(Stored, tag="skill_activated", frozen=True):
+    """A skill took over: by the matcher (`keyword`, `embedding`) or the model (`tool`)."""
+
+    skill: str
+    score: float
+    by: Literal["keyword", "embedding", "tool"]
+    skill_version: str = ""
+
+
 class Artifact(Stored, tag="artifact", frozen=True):
     kind: Literal["report", "ppt", "code", "file"]
     name: str
@@ -261,6 +270,7 @@ SsePayload: TypeAlias = (
     | Progress
     | Notice
     | Source
+    | SkillActivated
     | Artifact
 )
 

@@ -34,12 +34,15 @@ from adapters.http.ops import OpsController, Probes
 from adapters.http.read_your_writes import ViewWaiter
 from adapters.http.session_stream import HitlController, StreamController
 from adapters.http.sessions import SessionController
+from adapters.http.skills import SkillController
 from adapters.http.tools import ToolController
 from adapters.http.uploads import SessionUploads, UploadController
 from adapters.http.usage import Billing, UsageController
 from adapters.nats.session_feed import SessionFeed
 from adapters.services import Services
 from adapters.system import Engine
+from application.skills import SkillRegistry
+from application.skills.service import Skills
 from projections.accounts import AccountsView, WorkspaceDirectory
 from projections.artifacts import ArtifactsView
 from projections.budgets import BudgetsView
@@ -51,7 +54,7 @@ MAX_BODY = 2 * 1024 * 1024  # a 1 MiB message plus its JSON envelope fits; more 
 HANDLERS: list[ControllerRouterHandler] = [
     OpsController, AuthController, WorkspaceController, SessionController, StreamController,
     ChatController, HitlController, ToolController, UploadController, UsageController,
-    ArtifactController, metrics_endpoint,
+    ArtifactController, SkillController, metrics_endpoint,
 ]  # fmt: skip
 
 
@@ -191,6 +194,7 @@ def _dependencies(
         "scheduler": engine.scheduler,
         "manual": engine.manual,
         "tools": engine.runner.tools,
+        "skills": engine.runner.skills or Skills(SkillRegistry(())),
         "blobs": engine.blobs,
         "probes": probes,
         "workspaces": WorkspaceDirectory(_accounts_view(container), container.accounts),

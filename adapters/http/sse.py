@@ -64,6 +64,13 @@ def payloads(e: SessionEvent) -> list[sse.SsePayload]:
             return [_run(e)]
         case S.SessionStarted() | S.SessionRenamed() | S.SessionCompleted() | S.SessionArchived():
             return [_session(e)]
+        case S.SkillActivated(name=name, score=score, by=by, skill_version=skill_version):
+            return [
+                sse.SkillActivated(
+                    version=e.originator_version, timestamp=e.timestamp, skill=name,
+                    score=score, by=by, skill_version=skill_version,
+                )
+            ]  # fmt: skip
         case _:
             assert_never(e)
 

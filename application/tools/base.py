@@ -17,7 +17,7 @@ import msgspec
 
 from domain.conversation import ToolSpec
 from domain.sources import NumberedSource
-from domain.values import ArtifactKind, ArtifactRef, Citation, PlanItem, SourceSeen
+from domain.values import ArtifactKind, ArtifactRef, Citation, PlanItem, SkillSpec, SourceSeen
 
 
 class SessionNotes(Protocol):
@@ -31,6 +31,14 @@ class SessionNotes(Protocol):
 
     async def sources(self) -> dict[int, NumberedSource]:
         """The session's sources so far, by number."""
+        ...
+
+    async def active_skill(self) -> str | None:
+        """The name of the skill active in the session, if any."""
+        ...
+
+    async def activate_skill(self, skill: SkillSpec) -> None:
+        """Record that the model took up `skill` itself."""
         ...
 
     async def create_artifact(

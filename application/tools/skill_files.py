@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from uuid import UUID
 
 import msgspec
 
 from application.ports import ToolExecutionError
-from application.skills import Skill, SkillFileError, read_file
+from application.skills import SkillFileError, read_file
+from application.skills.service import Skills
 from application.tools.base import Tool, ToolContext
-
-# Session id to the skill active in it (None when none is): the runner's knowledge.
-ActiveSkill = Callable[[UUID], Skill | None]
 
 
 class ReadSkillFileArgs(msgspec.Struct, forbid_unknown_fields=True):
@@ -29,11 +25,14 @@ class ReadSkillFile(Tool[ReadSkillFileArgs]):
     )
     Args = ReadSkillFileArgs
 
-    def __init__(self, active_skill: ActiveSkill) -> None:
-        self._active_skill = active_skill
+    replayable = True  # it reads a file of the skill: the same on a replay
+
+    def __init__(self, skills: Skills) -> None:
+        self._skills = skills
 
     async def run(self, args: ReadSkillFileArgs, context: ToolContext) -> str:
-        skill = self._active_skill(context.session_id)
+        name = await context.notes.active_skill()
+        skill = self._skills.get(name) if name else None
         if skill is None:
             raise ToolExecutionError("no skill is active: activate one before reading its files")
         try:

@@ -14,7 +14,7 @@ from application.sessions import SessionService
 from domain.budgets import ThresholdCrossing
 from domain.conversation import ModelTurn, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from domain.events import SessionEvent
-from domain.values import Citation, PlanItem, SourceSeen
+from domain.values import Citation, PlanItem, SkillSpec, SourceSeen
 from schemas import sse
 from schemas.export import SSE_SCHEMA
 
@@ -87,6 +87,7 @@ def _tools_and_memory(app: SessionService, sid: UUID) -> None:
     app.record_strike(sid, "search", "timeout", 1)
     app.request_reboot(sid, ["Where am I?"], 3)
     app.record_compaction(sid, "summary so far", 2, 1000, 100)
+    app.activate_skill(sid, SkillSpec("deep-research", "1.0", "Search, then read."), 2.0, "keyword")
     app.record_sources(
         sid, "toolu_2", [SourceSeen("https://example.org/a", "A", "about a", "read", "sha256:a")]
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 from pathlib import Path
-from uuid import UUID, uuid4
+from uuid import uuid4
 
 import pytest
 
@@ -21,6 +21,7 @@ from application.skills import (
     parse_skill,
     read_file,
 )
+from application.skills.service import Skills
 from application.tools.base import ToolContext
 from application.tools.skill_files import ReadSkillFile, ReadSkillFileArgs
 from domain.values import Citation, PlanItem
@@ -244,16 +245,22 @@ class NoNotes:
     async def note_progress(self, text: str) -> None:
         raise AssertionError("not expected")
 
+    active: str | None = None
+
+    async def active_skill(self) -> str | None:
+        return self.active
+
 
 async def test_read_skill_file_reads_from_the_active_skill_only(confined_skill: Skill) -> None:
-    active: dict[UUID, Skill] = {}
-    tool = ReadSkillFile(active.get)
-    context = ToolContext(session_id=uuid4(), tool_use_id="t1", notes=NoNotes())
+    registry = SkillRegistry.discover(confined_skill.folder.parent)
+    tool = ReadSkillFile(Skills(registry))
+    notes = NoNotes()
+    context = ToolContext(session_id=uuid4(), tool_use_id="t1", notes=notes)  # type: ignore[arg-type]
 
     with pytest.raises(ToolExecutionError, match="no skill is active"):
         await tool.run(ReadSkillFileArgs(path="references/guide.md"), context)
 
-    active[context.session_id] = confined_skill
+    notes.active = confined_skill.name
     assert await tool.run(ReadSkillFileArgs(path="references/guide.md"), context) == "# Guide\n"
     with pytest.raises(ToolExecutionError, match="leaves the skill folder"):
         await tool.run(ReadSkillFileArgs(path="../secret.txt"), context)

@@ -1,0 +1,56 @@
+"""What built-in tools write to their session, bound to the run that calls them: each
+note is a command recorded through the run, so it lands in the log and the context."""
+
+from __future__ import annotations
+
+import hashlib
+
+from application.ports import BlobStore
+from application.run_state import RunState
+from domain.sources import NumberedSource, numbered_sources
+from domain.values import ArtifactKind, ArtifactRef, Citation, PlanItem, SkillSpec, artifact_id_of
+
+
+class SessionNotesOfRun:
+    """`SessionNotes` bound to a run: what built-in tools write lands in the log."""
+
+    def __init__(self, state: RunState, blobs: BlobStore) -> None:
+        self._state = state
+        self._blobs = blobs
+
+    async def update_plan(self, items: list[PlanItem]) -> None:
+        s = self._state
+        await s.record(s.sessions.update_plan, s.session_id, items)
+
+    async def record_finding(self, text: str, citations: list[Citation]) -> None:
+        s = self._state
+        await s.record(s.sessions.record_finding, s.session_id, text, citations)
+
+    async def note_progress(self, text: str) -> None:
+        s = self._state
+        await s.record(s.sessions.note_progress, s.session_id, text)
+
+    async def active_skill(self) -> str | None:
+        skill = self._state.ledger.skill
+        return skill.name if skill else None
+
+    async def activate_skill(self, skill: SkillSpec) -> None:
+        s = self._state
+        await s.record(s.sessions.activate_skill, s.session_id, skill, 1.0, "tool")
+
+    async def sources(self) -> dict[int, NumberedSource]:
+        return numbered_sources(self._state.log)
+
+    async def create_artifact(
+        self, kind: ArtifactKind, name: str, data: bytes, media_type: str
+    ) -> ArtifactRef:
+        s = self._state
+        blob_ref = await self._blobs.put(data, content_type=media_type)
+        sha256 = hashlib.sha256(data).hexdigest()
+        receipt = await s.record(
+            s.sessions.record_artifact, s.session_id, kind, name, blob_ref,
+            size=len(data), sha256=sha256, media_type=media_type,
+        )  # fmt: skip
+        return ArtifactRef(
+            artifact_id_of(s.session_id, receipt.version), blob_ref, len(data), sha256
+        )

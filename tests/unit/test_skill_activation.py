@@ -1,0 +1,91 @@
+"""Skills in a session: matched to a user's message, activated as an event whose
+instructions join the conversation (never the system prompt), their tools enforced,
+kept through compaction; or taken up by the model with `activate_skill`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from domain.context import ContextBuilder, ContextFrame
+from domain.session import AgentSession as S
+from tests.fakes.engine import make_engine, scripted
+from tests.unit.test_replay_and_fork import call, replay_of
+
+
+async def test_a_matching_message_activates_the_skill_and_keeps_the_prefix(
+    tmp_path: Path,
+) -> None:
+    llm = scripted(
+        {"text": "Hello! What shall we look into?"},
+        {"tool_calls": [call("delete_file", "d1", path="/tmp/x")]},
+        {"text": "I will research it with searches instead."},
+    )
+    engine = make_engine(llm, tmp_path)
+    sid = await engine.new_session(confirmation="never")
+    await engine.scheduler.send_message(sid, "hello")
+    assert await engine.scheduler.wait(sid) == "completed"
+    assert not engine.events(sid, "SkillActivated"), "small talk picks no skill"
+
+    await engine.scheduler.send_message(sid, "research the AI agent market")
+    assert await engine.scheduler.wait(sid) == "completed"
+    (activated,) = engine.events(sid, "SkillActivated")
+    assert isinstance(activated, S.SkillActivated)
+    assert (activated.name, activated.by) == ("deep-research", "keyword")
+    assert activated.allowed_tools and "web_search" in activated.allowed_tools
+
+    first, second = llm.requests[0], llm.requests[1]
+    assert "deep-research:" in first.system, "the catalog (Level 1) is in the system prompt"
+    assert second.system == first.system and second.tools == first.tools
+    # Everything the first request said is still said, byte for byte, at the start.
+    assert second.messages[: len(first.messages) - 1] == first.messages[:-1]
+    assert any("[Skill activated: deep-research]" in str(b) for b in second.messages[-1].content)
+
+    results = engine.events(sid, "ToolResultRecorded")
+    refused = results[-1]
+    assert isinstance(refused, S.ToolResultRecorded) and refused.status == "error"
+    assert "not allowed while the skill deep-research is active" in (refused.error or "")
+    report = await replay_of(engine, sid)
+    assert report.identical, report.divergence
+
+
+async def test_the_model_can_take_up_a_skill_and_read_its_files(tmp_path: Path) -> None:
+    llm = scripted(
+        {
+            "tool_calls": [
+                {"name": "activate_skill", "id": "a1", "input": {"name": "deep_research"}}
+            ]
+        },
+        {"tool_calls": [call("read_skill_file", "f1", path="references/report-template.md")]},
+        {"text": "Ready."},
+    )
+    engine = make_engine(llm, tmp_path)
+    sid = await engine.new_session()
+    await engine.scheduler.send_message(sid, "hi")
+    assert await engine.scheduler.wait(sid) == "completed"
+    (activated,) = engine.events(sid, "SkillActivated")
+    assert isinstance(activated, S.SkillActivated) and activated.by == "tool"
+    results = {
+        e.tool_use_id: e for e in engine.events(sid, "ToolResultRecorded")
+        if isinstance(e, S.ToolResultRecorded)
+    }  # fmt: skip
+    assert results["a1"].summary.startswith("[Skill activated: deep-research]")
+    assert results["f1"].status == "success" and results["f1"].summary
+
+
+def test_compaction_keeps_the_active_skills_instructions() -> None:
+    from uuid import uuid4
+
+    from application.sessions import SessionService
+    from domain.values import SkillSpec
+
+    app = SessionService()
+    sid = app.start_session(workspace_id=uuid4(), owner_id=uuid4(), title="t").session_id
+    app.append_user_message(sid, "research heat pumps")
+    app.activate_skill(sid, SkillSpec("deep-research", "1", "ALWAYS CITE."), 2.0, "keyword")
+    app.append_user_message(sid, "and their costs")
+    builder = ContextBuilder(ContextFrame("system", ()))
+    for e in app.session_events(sid):
+        builder.apply(e)  # type: ignore[arg-type]
+    builder.compact("they were researched", through_version=3)
+    said = " ".join(str(m.content) for m in builder.conversation())
+    assert "ALWAYS CITE." in said and "they were researched" in said
