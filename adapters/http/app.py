@@ -198,7 +198,13 @@ def _dependencies(
         "blobs": engine.blobs,
         "probes": probes,
         "workspaces": WorkspaceDirectory(_accounts_view(container), container.accounts),
-        "billing": Billing(container.usage, _budgets_view(container)),
+        "billing": Billing(
+            container.usage,
+            _budgets_view(container),
+            views.waiter,
+            container.recorder.max_notification_id,
+            container.accounts_recorder.max_notification_id,
+        ),
         "artifacts": _artifact_lookup(container, views.waiter, access),
     }
     return {

@@ -69,8 +69,11 @@ class SessionUploads:
 
     def missing(self, session_id: UUID, blob_refs: Sequence[str]) -> list[str]:
         """Those of `blob_refs` that are no upload of the session."""
+        # Text a blob ref could never be (NUL and all) is missing without asking Postgres.
+        stray = [ref for ref in blob_refs if "\x00" in ref]
+        blob_refs = [ref for ref in blob_refs if "\x00" not in ref]
         if not blob_refs:
-            return []
+            return stray
         self._create()
         with self.datastore.get_connection() as conn:
             rows = conn.execute(
@@ -78,7 +81,7 @@ class SessionUploads:
                 (session_id, list(blob_refs)),
             ).fetchall()
         found = {row["blob_ref"] for row in rows}
-        return [ref for ref in blob_refs if ref not in found]
+        return stray + [ref for ref in blob_refs if ref not in found]
 
     def _create(self) -> None:
         if not self._created:
