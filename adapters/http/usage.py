@@ -12,7 +12,7 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Annotated, cast
+from typing import Annotated, TypedDict, cast
 from uuid import UUID
 
 from litestar import Controller, Response, delete, get, put
@@ -126,7 +126,7 @@ class UsageController(Controller):
             runs[c.run_id] = runs.get(c.run_id, Figures()) + c.figures
         return wire.SessionUsage(
             totals=_figures(sum((c.figures for c in calls), Figures())),
-            runs=[wire.RunUsage(run_id=r, **_numbers(f)) for r, f in runs.items()],  # type: ignore[arg-type]
+            runs=[wire.RunUsage(run_id=r, **_numbers(f)) for r, f in runs.items()],
             calls=[
                 wire.CallUsage(
                     run_id=c.run_id,
@@ -135,7 +135,7 @@ class UsageController(Controller):
                     model=c.model,
                     at=c.at,
                     price_version=c.price_version,
-                    **_numbers(c.figures),  # type: ignore[arg-type]
+                    **_numbers(c.figures),
                 )
                 for c in calls
             ],
@@ -249,7 +249,19 @@ def _scope(raw: str) -> BudgetScope:
         raise ValidationException(str(e)) from None
 
 
-def _numbers(f: Figures) -> dict[str, object]:
+class FigureFields(TypedDict):
+    """`wire.Figures`' fields, to pass to any payload that has them."""
+
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost_usd: str
+    calls: int
+    unpriced_calls: int
+
+
+def _numbers(f: Figures) -> FigureFields:
     return {
         "input_tokens": f.input_tokens, "output_tokens": f.output_tokens,
         "cache_read_tokens": f.cache_read_tokens, "cache_write_tokens": f.cache_write_tokens,
@@ -258,7 +270,7 @@ def _numbers(f: Figures) -> dict[str, object]:
 
 
 def _figures(f: Figures) -> wire.Figures:
-    return wire.Figures(**_numbers(f))  # type: ignore[arg-type]
+    return wire.Figures(**_numbers(f))
 
 
 def _item(keys: dict[str, object], f: Figures) -> wire.UsageItem:
