@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import math
 import random
@@ -16,6 +15,7 @@ import httpx2
 from anthropic import omit
 
 from adapters.llm.anthropic_wire import WireRequest, to_model_turn, to_wire
+from adapters.loopback import is_loopback_host
 from application.ports import (
     LLMBadRequest,
     LLMConnectionError,
@@ -44,21 +44,12 @@ class ModelRequestsForbidden(RuntimeError):
 
 def check_model_request_allowed(base_url: str) -> None:
     """Refuse a call to anything but a loopback server while requests are switched off."""
-    if ALLOW_MODEL_REQUESTS or _is_loopback(httpx2.URL(base_url).host):
+    if ALLOW_MODEL_REQUESTS or is_loopback_host(httpx2.URL(base_url).host):
         return
     raise ModelRequestsForbidden(
         f"real model requests are switched off (ALLOW_MODEL_REQUESTS is False); "
         f"refused a call to {base_url}"
     )
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 class _IncompleteStream(Exception):

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import ipaddress
-
 import httpx
 import msgspec
 from tavily import AsyncTavilyClient
 from tavily.errors import TimeoutError as TavilyTimeout
 
+from adapters.loopback import is_loopback_host
 from application.ports import SearchHit, SearchQuery, WebSearchError
 
 DEFAULT_BASE_URL = "https://api.tavily.com"
@@ -127,7 +126,7 @@ def refusal_message(status: int, detail: str) -> str:
 
 def check_search_request_allowed(base_url: str) -> None:
     """Refuse a search on anything but a loopback server while searches are switched off."""
-    if ALLOW_SEARCH_REQUESTS or _is_loopback(httpx.URL(base_url).host):
+    if ALLOW_SEARCH_REQUESTS or is_loopback_host(httpx.URL(base_url).host):
         return
     raise SearchRequestsForbidden(
         f"real search requests are switched off (ALLOW_SEARCH_REQUESTS is False); "
@@ -172,12 +171,3 @@ def _hits(answer: object) -> list[SearchHit]:
         )
         for r in parsed.results
     ]
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
