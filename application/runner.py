@@ -145,7 +145,7 @@ class AgentRunner:
             except (LLMError, BudgetExceeded) as e:
                 await state.record(self.sessions.fail_run, session_id, run_id, str(e), e.code)
                 return "failed"
-            cost = self._cost(turn, request)
+            cost = self._cost(turn, request.cache_ttl)
             receipt = await state.record(
                 self.sessions.record_assistant_turn, session_id, run_id, turn, latency_ms, cost
             )
@@ -257,10 +257,9 @@ class AgentRunner:
         worst = Spend(worst_usd, estimate + max_tokens)
         await self.budgets.before_call(state.billing_scope, worst, state.spent)
 
-    def _cost(self, turn: ModelTurn, request_or_ttl: ModelRequest | CacheTtl) -> ModelCallCost:
-        ttl = request_or_ttl if isinstance(request_or_ttl, str) else request_or_ttl.cache_ttl
-        cost = self.prices.cost(turn.model, turn.usage, ttl)
-        return ModelCallCost(cost.usd, cost.price_version, cost.priced, ttl)
+    def _cost(self, turn: ModelTurn, cache_ttl: CacheTtl) -> ModelCallCost:
+        cost = self.prices.cost(turn.model, turn.usage, cache_ttl)
+        return ModelCallCost(cost.usd, cost.price_version, cost.priced, cache_ttl)
 
     async def _after_call(
         self, state: RunState, notification_id: int, call: ModelTurn, cost: ModelCallCost

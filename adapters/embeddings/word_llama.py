@@ -39,7 +39,7 @@ class WordLlamaEmbedder:
     def load(cls, *, dimension: int = DEFAULT_DIMENSION) -> WordLlamaEmbedder:
         """The bundled default model, read from the installed package only (offline)."""
         try:
-            import wordllama  # type: ignore[import-untyped]
+            import wordllama
         except ImportError as e:
             raise EmbedderUnavailable(f"the wordllama package is not installed: {e}") from None
         # `load` looks for the bundled tokenizer under the wrong folder name and would

@@ -15,6 +15,7 @@ from datetime import UTC, date, datetime
 from typing import Annotated, TypedDict, cast
 from uuid import UUID
 
+import msgspec
 from litestar import Controller, Response, delete, get, put
 from litestar.exceptions import ValidationException
 from litestar.params import Parameter
@@ -275,7 +276,7 @@ def _figures(f: Figures) -> wire.Figures:
 
 def _item(keys: dict[str, object], f: Figures) -> wire.UsageItem:
     values = {k: (v.isoformat() if isinstance(v, date) else v) for k, v in keys.items()}
-    return wire.UsageItem(**values, **_numbers(f))  # type: ignore[arg-type]
+    return msgspec.convert({**values, **_numbers(f)}, wire.UsageItem)
 
 
 def _budget(
