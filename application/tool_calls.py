@@ -14,10 +14,12 @@ from dataclasses import dataclass, replace
 from typing import Literal
 from uuid import UUID
 
+import msgspec
+
 from application.ports import BlobStore, ToolExecutionError
 from application.run_state import RunState
 from application.session_notes import SessionNotesOfRun
-from application.tools.base import ToolContext, ToolOutput, source_marker
+from application.tools.base import AnyTool, ToolContext, ToolOutput, source_marker
 from application.tools.registry import ToolRegistry, ToolRejected
 from domain.errors import DomainError
 from domain.policies import (
@@ -26,9 +28,7 @@ from domain.policies import (
     error_signature,
     summarize_output,
 )
-from domain.sources import numbered_sources
 from domain.values import (
-    RiskLevel,
     SourceSeen,
     ToolResultStatus,
     ToolUseContent,
@@ -48,6 +48,16 @@ class Performed:
     error: str | None = None
     duration_ms: int = 0
     sources: tuple[SourceSeen, ...] = ()  # numbered when recorded, before the result
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A tool call recorded as requested: its tool and checked arguments, or why not."""
+
+    tool_use_id: str
+    name: str
+    raw_args: dict[str, object]
+    parsed: tuple[AnyTool, msgspec.Struct] | ToolRejected
 
 
 _ACTIONS = uuid.UUID("6f1c2a52-7d0e-4b4e-9c1e-2f7a3c9d8e10")
@@ -88,20 +98,13 @@ class ToolCalls:
         return "done"
 
     async def request(self, state: RunState, use: ToolUseContent) -> Outcome:
-        tool_use_id, name = use["id"], use["name"]
-        raw_args = _args_of(use)
-        risk = self._risk(name, raw_args)
-        await state.record(
-            state.sessions.request_tool_call,
-            state.session_id, tool_use_id, name, raw_args, risk,
-        )  # fmt: skip
-        try:
-            tool, args = self.tools.parse(name, raw_args)
-            self._check_allowed(state, name)
-        except ToolRejected as e:
-            await self._fail(state, tool_use_id, name, str(e), 0)
+        asked = await self._ask(state, use)
+        tool_use_id, name, raw_args = asked.tool_use_id, asked.name, asked.raw_args
+        if isinstance(asked.parsed, ToolRejected):
+            await self._fail(state, tool_use_id, name, str(asked.parsed), 0)
             return "done"
-        if self._needs_confirmation(state, risk == "risky"):
+        tool, args = asked.parsed
+        if self._needs_confirmation(state, tool.risky):
             await state.record(
                 state.sessions.request_confirmation,
                 state.session_id, action_id_for(state.session_id, tool_use_id), tool_use_id,
@@ -110,6 +113,26 @@ class ToolCalls:
             return "suspended"
         await self._execute(state, tool_use_id, name, raw_args)
         return "done"
+
+    async def _ask(self, state: RunState, use: ToolUseContent) -> Asked:
+        """Record the call as requested (with its risk), and whether it may run at all."""
+        tool_use_id, name, raw_args = use["id"], use["name"], _args_of(use)
+        parsed: tuple[AnyTool, msgspec.Struct] | ToolRejected
+        try:
+            parsed = self.tools.parse(name, raw_args)
+        except ToolRejected as e:
+            parsed = e
+        risky = not isinstance(parsed, ToolRejected) and parsed[0].risky
+        await state.record(
+            state.sessions.request_tool_call,
+            state.session_id, tool_use_id, name, raw_args, "risky" if risky else "safe",
+        )  # fmt: skip
+        if not isinstance(parsed, ToolRejected):
+            try:
+                self._check_allowed(state, name)
+            except ToolRejected as e:
+                parsed = e
+        return Asked(tool_use_id, name, raw_args, parsed)
 
     async def resume(self, state: RunState, tool_use_id: str, recovering: bool) -> Outcome:
         """A requested call without a result: answered, still waiting, or interrupted."""
@@ -158,28 +181,17 @@ class ToolCalls:
     async def _run_together(self, state: RunState, uses: list[ToolUseContent]) -> None:
         """Ask for every call in order, run the admitted ones concurrently, then record
         their results in the turn's order (the log does not depend on which ended first)."""
-        calls: list[tuple[str, str, dict[str, object], ToolRejected | None]] = []
-        for use in uses:
-            tool_use_id, name, raw_args = use["id"], use["name"], _args_of(use)
-            await state.record(
-                state.sessions.request_tool_call,
-                state.session_id, tool_use_id, name, raw_args, self._risk(name, raw_args),
-            )  # fmt: skip
-            try:
-                self.tools.parse(name, raw_args)
-                self._check_allowed(state, name)
-            except ToolRejected as e:
-                calls.append((tool_use_id, name, raw_args, e))
-                continue
-            calls.append((tool_use_id, name, raw_args, None))
+        calls = [await self._ask(state, use) for use in uses]
         performed = await asyncio.gather(
             *(
-                self._perform(state, tid, name, args) if refused is None else _refused(refused)
-                for tid, name, args, refused in calls
+                _refused(c.parsed)
+                if isinstance(c.parsed, ToolRejected)
+                else self._perform(state, c.tool_use_id, c.name, c.raw_args)
+                for c in calls
             )
         )
-        for (tool_use_id, name, _, _), result in zip(calls, performed, strict=True):
-            await self._record(state, tool_use_id, name, result)
+        for call, result in zip(calls, performed, strict=True):
+            await self._record(state, call.tool_use_id, call.name, result)
 
     async def _execute(
         self, state: RunState, tool_use_id: str, name: str, raw_args: dict[str, object]
@@ -233,7 +245,7 @@ class ToolCalls:
             await state.record(
                 state.sessions.record_sources, state.session_id, tool_use_id, list(result.sources)
             )
-            numbers = {s.url: n for n, s in numbered_sources(state.log).items()}
+            numbers = state.ledger.source_numbers
             for index, page in enumerate(result.sources):
                 summary = summary.replace(source_marker(index), f"[{numbers[page.url]}]")
         await state.record(
@@ -255,13 +267,6 @@ class ToolCalls:
                 state.sessions.record_strike,
                 state.session_id, tool, error_signature(error), failures,
             )  # fmt: skip
-
-    def _risk(self, name: str, raw_args: dict[str, object]) -> RiskLevel:
-        try:
-            tool, _ = self.tools.parse(name, raw_args)
-        except ToolRejected:
-            return "safe"
-        return "risky" if tool.risky else "safe"
 
     @staticmethod
     def _check_allowed(state: RunState, name: str) -> None:

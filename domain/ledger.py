@@ -36,6 +36,7 @@ class Ledger:
     stalled_turns: int = 0
     failures: dict[tuple[str, str], int] = field(default_factory=dict)
     skill: S.SkillActivated | None = None  # the skill active now, if any
+    source_numbers: dict[str, int] = field(default_factory=dict)  # url -> its number
     _done: frozenset[str] = frozenset()
 
     @classmethod
@@ -73,9 +74,11 @@ class Ledger:
                 self.stalled_turns = 0
             case S.SkillActivated():
                 self.skill = e
+            case S.SourceRecorded(url=url, number=number):
+                self.source_numbers[url] = number
             case (
                 S.UserMessageAppended() | S.FindingRecorded() | S.ProgressNoted()
-                | S.ContextCompacted() | S.BudgetThresholdReached() | S.SourceRecorded()
+                | S.ContextCompacted() | S.BudgetThresholdReached()
                 | S.ArtifactCreated()
                 | S.RunRequested()
                 | S.RunCompleted() | S.RunFailed() | S.RunStopped() | S.SessionRenamed()
