@@ -28,6 +28,27 @@ NUMBERS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_to
 _ADD = ", ".join(f"{c} = {{t}}.{c} + excluded.{c}" for c in (*NUMBERS, "calls", "unpriced_calls"))
 
 
+# rollup table -> its key columns besides the day and the model
+ROLLUPS = {
+    "usage_daily": ("organization_id", "team_id", "workspace_id", "user_id"),
+    "usage_org_daily": ("organization_id",),
+}
+
+
+def _rollup_table(table: str) -> str:
+    """A rollup's table: its keys, the day and the model, then the summed figures."""
+    first, *rest = ROLLUPS[table]
+    keys = "".join(f"{k} uuid NOT NULL, " for k in ROLLUPS[table])
+    key = ", ".join([first, "day", *rest, "model"])
+    return (
+        f"CREATE TABLE IF NOT EXISTS {table} ({keys}model text NOT NULL, day date NOT NULL, "
+        "input_tokens bigint NOT NULL, output_tokens bigint NOT NULL, "
+        "cache_read_tokens bigint NOT NULL, cache_write_tokens bigint NOT NULL, "
+        "cost_usd numeric NOT NULL, calls bigint NOT NULL, unpriced_calls bigint NOT NULL, "
+        f"PRIMARY KEY ({key}))"
+    )
+
+
 class UsageView(SessionView):
     """Model calls by organization, team, workspace, user, session, model and day."""
 
@@ -64,37 +85,10 @@ class UsageView(SessionView):
             PRIMARY KEY (session_id, version)
         )""",
         "CREATE INDEX IF NOT EXISTS usage_calls_by_org ON usage_calls (organization_id, day)",
-        """CREATE TABLE IF NOT EXISTS usage_daily (
-            organization_id uuid NOT NULL,
-            team_id uuid NOT NULL,
-            workspace_id uuid NOT NULL,
-            user_id uuid NOT NULL,
-            model text NOT NULL,
-            day date NOT NULL,
-            input_tokens bigint NOT NULL,
-            output_tokens bigint NOT NULL,
-            cache_read_tokens bigint NOT NULL,
-            cache_write_tokens bigint NOT NULL,
-            cost_usd numeric NOT NULL,
-            calls bigint NOT NULL,
-            unpriced_calls bigint NOT NULL,
-            PRIMARY KEY (organization_id, day, team_id, workspace_id, user_id, model)
-        )""",
+        _rollup_table("usage_daily"),
         "CREATE INDEX IF NOT EXISTS usage_daily_by_user ON usage_daily (user_id, day)",
         # What an organization's dashboard reads: a few rows per day, whatever its size.
-        """CREATE TABLE IF NOT EXISTS usage_org_daily (
-            organization_id uuid NOT NULL,
-            day date NOT NULL,
-            model text NOT NULL,
-            input_tokens bigint NOT NULL,
-            output_tokens bigint NOT NULL,
-            cache_read_tokens bigint NOT NULL,
-            cache_write_tokens bigint NOT NULL,
-            cost_usd numeric NOT NULL,
-            calls bigint NOT NULL,
-            unpriced_calls bigint NOT NULL,
-            PRIMARY KEY (organization_id, day, model)
-        )""",
+        _rollup_table("usage_org_daily"),
         """CREATE TABLE IF NOT EXISTS usage_monthly (
             scope text NOT NULL,
             scope_id uuid NOT NULL,
@@ -204,13 +198,6 @@ def _call(
         "tokens = usage_monthly.tokens + excluded.tokens",
         {**key, "period": at.strftime("%Y-%m"), "cost": e.cost_usd, "tokens": sum(numbers)},
     )
-
-
-# rollup table -> its key columns besides the day and the model
-ROLLUPS = {
-    "usage_daily": ("organization_id", "team_id", "workspace_id", "user_id"),
-    "usage_org_daily": ("organization_id",),
-}
 
 
 def _add_to_rollup(
