@@ -152,7 +152,9 @@ def _read_models(container: Container, waiter: ViewWaiter) -> ReadModels:
     assert isinstance(sessions, SessionsView)
     assert isinstance(memory, WorkingMemoryView)
     assert isinstance(confirmations, ConfirmationsView)
-    return ReadModels(sessions, memory, confirmations, waiter)
+    return ReadModels(
+        sessions, memory, confirmations, waiter, container.recorder.max_notification_id
+    )
 
 
 def _accounts_view(container: Container) -> AccountsView:
