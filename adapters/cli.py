@@ -137,10 +137,13 @@ def _relay(settings: Settings, _: argparse.Namespace) -> None:
 
 
 def _demo(settings: Settings, args: argparse.Namespace) -> None:
-    from adapters.demo import DEMO_QUESTION, run_demo
+    from adapters.demo import DEMO_QUESTION, demo_settings, run_demo
+    from adapters.web_search.local_web import serve_local_web
 
-    # The demo needs no key: its own script unless TOKENDANCE_LLM names another model.
-    with _system(settings.override(llm=settings.llm or "scripted:demo")) as system:
+    # The demo needs no key and no network: a local research web answers its searches and
+    # serves its pages; its own script plays the model unless TOKENDANCE_LLM names another.
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # the event stream shows each call
+    with serve_local_web() as web, _system(demo_settings(settings, web)) as system:
         identical = asyncio.run(run_demo(system, args.question or DEMO_QUESTION))
     sys.exit(0 if identical else 1)
 

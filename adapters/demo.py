@@ -1,22 +1,57 @@
-"""`tokendance demo` and `tokendance replay`: a session end to end, and its replay check."""
+"""`tokendance demo` and `tokendance replay`: a research session end to end, and its replay.
+
+The demo needs no key and no network: a local research web (`local_web.py`) answers
+its searches and serves the pages, and a scripted model (`scripts/research.yaml`, with
+the local web's address filled in) plans, searches, reads, records findings and writes
+a cited report, unless `TOKENDANCE_LLM` names another model.
+"""
 
 from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
+from pathlib import Path
+from string import Template
 from typing import assert_never
 from uuid import UUID, uuid4
 
 from adapters.bootstrap import replay_engine
 from adapters.container import Container
+from adapters.llm.scripted import BUNDLED_SCRIPTS
+from adapters.settings import Settings
 from adapters.system import Engine, System
+from adapters.web_search.local_web import LocalWeb
 from application.replay import ReplayReport, replay
 from domain.events import SessionEvent
 from domain.session import AgentSession as S
+from domain.values import artifact_id_of
 from projections.sessions import SessionsView
 from projections.working_memory import WorkingMemoryView
 
-DEMO_QUESTION = "Do heat pumps work in cold climates?"
+DEMO_QUESTION = "Research whether heat pumps work in cold climates, with sources."
+RESEARCH_SCRIPT = BUNDLED_SCRIPTS / "research.yaml"
+
+
+def research_script(web_url: str, into: Path) -> Path:
+    """The research script with the local web's address (`${web}`) filled in, as a file
+    in `into`."""
+    text = Template(RESEARCH_SCRIPT.read_text(encoding="utf-8")).substitute(web=web_url)
+    into.mkdir(parents=True, exist_ok=True)
+    path = into / "demo-research.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def demo_settings(settings: Settings, web: LocalWeb) -> Settings:
+    """Settings for a demo on `web`: its search key and address, its pages readable, and
+    the research script unless another model is configured."""
+    script = research_script(web.base_url, settings.data_dir)
+    return settings.override(
+        llm=settings.llm or f"scripted:{script}",
+        tavily_api_key=web.api_key,
+        tavily_url=web.base_url,
+        fetch_allow="127.0.0.1",
+    )
 
 
 def describe(e: SessionEvent) -> str:
@@ -46,11 +81,15 @@ def _details(e: SessionEvent) -> str:
             return f"reason={reason} tokens={e.tokens_used}"
         case S.RunFailed(reason=reason, error_code=code):
             return f"{code}: {_short(reason, 60)}"
+        case S.SourceRecorded(number=number, title=title, url=url, via=via):
+            return f"[{number}] via {via}: {_short(title, 40)} {url}"
+        case S.SkillActivated(name=name, skill_version=version, by=by, score=score):
+            return f"{name} {version} by {by} (score {score:g})"
+        case S.ArtifactCreated(kind=kind, name=name, size=size, media_type=media_type):
+            return f"{kind} {name} ({size} bytes, {media_type})"
         case (
             S.ConfirmationRequested() | S.ConfirmationGiven() | S.StrikeRecorded()
             | S.RebootRequested() | S.ContextCompacted() | S.BudgetThresholdReached()
-            | S.SourceRecorded() | S.SkillActivated()
-            | S.ArtifactCreated()
             | S.RunRequested() | S.RunStarted() | S.SessionRenamed() | S.SessionCompleted()
             | S.SessionArchived()
         ):  # fmt: skip
@@ -96,6 +135,19 @@ async def _report(container: Container, engine: Engine, session_id: UUID) -> boo
     print("== event stream ==")
     for e in events:
         print(describe(e))
+    await _print_memory(container, session_id)
+    print_sources(events)
+    for e in events:
+        if isinstance(e, S.ArtifactCreated):
+            await _print_artifact(engine, session_id, e)
+    await _print_usage(container, session_id)
+    print(f"\n== answer ==\n{textwrap.indent(final_answer(events) or '(none)', '  ')}")
+    report = await replay_events(engine, events)
+    print_replay(report)
+    return report.identical
+
+
+async def _print_memory(container: Container, session_id: UUID) -> None:
     memory_view = container.views["working_memory"]
     assert isinstance(memory_view, WorkingMemoryView)
     memory = await container.bridge(memory_view.get, session_id)
@@ -106,6 +158,37 @@ async def _report(container: Container, engine: Engine, session_id: UUID) -> boo
             ("progress.md", memory.progress),
         ):
             print(f"\n== {title} ==\n{textwrap.indent(text.strip(), '  ')}")
+
+
+def print_sources(events: Sequence[SessionEvent]) -> None:
+    """The session's sources by number: title, URL and how the agent came by each."""
+    seen: dict[int, S.SourceRecorded] = {}
+    via: dict[int, list[str]] = {}
+    for e in events:
+        if isinstance(e, S.SourceRecorded):
+            seen.setdefault(e.number, e)
+            via.setdefault(e.number, [])
+            if e.via not in via[e.number]:
+                via[e.number].append(e.via)
+    print("\n== sources ==")
+    for number, first in sorted(seen.items()):
+        print(f"  [{number}] {first.title} ({', '.join(via[number])})\n      {first.url}")
+    if not seen:
+        print("  (none)")
+
+
+async def _print_artifact(engine: Engine, session_id: UUID, e: S.ArtifactCreated) -> None:
+    artifact_id = artifact_id_of(session_id, e.originator_version)
+    print(
+        f"\n== {e.kind} artifact ==\n  {e.name}: {e.size} bytes, {e.media_type}\n"
+        f"  download: GET /api/v1/artifacts/{artifact_id}/download"
+    )
+    if e.media_type.startswith(("text/", "application/json")):
+        text = (await engine.blobs.get(e.blob_ref)).decode("utf-8", errors="replace")
+        print(f"\n{textwrap.indent(text.strip(), '    ')}")
+
+
+async def _print_usage(container: Container, session_id: UUID) -> None:
     sessions_view = container.views["sessions"]
     assert isinstance(sessions_view, SessionsView)
     row = await container.bridge(sessions_view.get, session_id)
@@ -116,10 +199,6 @@ async def _report(container: Container, engine: Engine, session_id: UUID) -> boo
             f"({row.message_count} messages, {row.tool_call_count} tool calls, "
             f"{row.failure_count} failures)"
         )
-    print(f"\n== answer ==\n{textwrap.indent(final_answer(events) or '(none)', '  ')}")
-    report = await replay_events(engine, events)
-    print_replay(report)
-    return report.identical
 
 
 def final_answer(events: Sequence[SessionEvent]) -> str:

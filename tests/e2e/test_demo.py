@@ -14,7 +14,12 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def tokendance(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOKENDANCE_", "ANTHROPIC_"))}
+    # No key of any kind: the demo must need none.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("TOKENDANCE_", "ANTHROPIC_", "TAVILY_"))
+    }
     return subprocess.run(
         [sys.executable, "-m", "adapters.cli", "--data-dir", str(data_dir), *args],
         env=env,
@@ -24,21 +29,53 @@ def tokendance(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_demo_runs_a_session_shows_it_and_its_replay_matches(data_root: Path) -> None:
+def section(out: str, title: str) -> str:
+    """The text under `== title ==`, up to the next section."""
+    return out.split(f"== {title} ==\n", 1)[1].split("\n== ", 1)[0]
+
+
+def test_the_demo_runs_a_research_session_shows_it_and_its_replay_matches(
+    data_root: Path,
+) -> None:
     data_dir = data_root / "demo"
-    question = "Are heat pumps any good up north?"
+    question = "Research: are heat pumps any good up north?"
     demo = tokendance(data_dir, "demo", "--question", question)
     assert demo.returncode == 0, demo.stderr
     out = demo.stdout
     assert f"user: {question}" in out
     assert re.search(rf"UserMessageAppended +{re.escape(repr(question))}", out)
+    assert re.search(r"SkillActivated +deep-research [\d.]+ by keyword", out)
     assert "run ended: completed" in out
-    answer = out.split("== answer ==\n", 1)[1]
-    assert answer.startswith("  Yes: modern cold-climate heat pumps work well")
-    for section in ("== event stream ==", "== task_plan.md ==", "== findings.md ==",
-                    "== progress.md ==", "== token usage ==", "== replay =="):  # fmt: skip
-        assert section in out
-    assert "FindingRecorded" in out and "- [x] Find how heat pump efficiency" in out
+    for title in ("event stream", "task_plan.md", "findings.md", "progress.md", "sources",
+                  "report artifact", "token usage", "answer", "replay"):  # fmt: skip
+        assert f"== {title} ==" in out
+    assert "- [x] Write the report" in section(out, "task_plan.md")
+
+    # Three searches in one turn, two pages read: each page a numbered source.
+    assert len(re.findall(r"ToolCallRequested +web_search ", out)) == 3
+    assert len(re.findall(r"ToolCallRequested +read_url ", out)) == 2
+    page = r"http://127\.0\.0\.1:\d+/pages/\S+"
+    line = rf"^  \[(\d+)\] (.+) \(([a-z, ]+)\)\n      ({page})$"
+    sources = re.findall(line, section(out, "sources"), re.MULTILINE)
+    assert [int(n) for n, *_ in sources] == list(range(1, 8))
+    assert [via for _, _, via, _ in sources] == ["search, read"] * 2 + ["search"] * 5
+    assert sources[0][1].startswith("Cold-climate heat pumps in the lab")
+    assert len({url for *_, url in sources}) == 7
+
+    # The report: where to download it, and its Sources section from those numbers.
+    report = section(out, "report artifact")
+    name = r"^  do-heat-pumps-work-in-cold-climates\.md: \d+ bytes, text/markdown"
+    assert re.search(name, report, re.MULTILINE)
+    assert re.search(r"download: GET /api/v1/artifacts/[0-9a-f-]{36}/download", report)
+    assert "    # Do heat pumps work in cold climates?" in report
+    listed = re.findall(rf"^    \[(\d+)\] (.+) - ({page})$", report, re.MULTILINE)
+    assert [(int(n), title, url) for n, title, url in listed] == [
+        (int(n), title, url) for n, title, _, url in sources
+    ]
+
+    answer = section(out, "answer")
+    assert answer.startswith("  Yes: modern cold-climate heat pumps work in cold climates.")
+    assert re.findall(r"\[(\d)\]", answer) == ["1", "2", "6", "7"]
     assert re.search(r"\d+ events reproduced identically", out)
 
     session_id = re.search(r"^session ([0-9a-f-]{36})$", out, re.MULTILINE)
