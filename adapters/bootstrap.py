@@ -59,6 +59,7 @@ from application.tools.activate_skill import ActivateSkill
 from application.tools.base import AnyTool
 from application.tools.create_doc import CreateDoc
 from application.tools.notes import NoteProgress, RecordFinding, UpdatePlan
+from application.tools.read_source import ReadSource
 from application.tools.read_url import ReadUrl
 from application.tools.registry import ToolRegistry
 from application.tools.skill_files import ReadSkillFile
@@ -232,6 +233,7 @@ def build_tools(settings: Settings) -> list[AnyTool]:
     skills = build_skills(settings)
     return [
         UpdatePlan(), RecordFinding(), NoteProgress(), WebSearchTool(search), ReadUrl(reader),
+        ReadSource(FilesystemBlobStore(settings.data_dir / "blobs")),
         ActivateSkill(skills), ReadSkillFile(skills), CreateDoc(ReportLabDocumentRenderer()),
     ]  # fmt: skip
 
