@@ -72,7 +72,8 @@ class HttpPageReader:
             for hop in range(self.max_redirects + 1):
                 target = await self._check(current, redirected=hop > 0)
                 async with _open(client, target) as response:
-                    if not response.is_redirect:
+                    # A 3xx without a Location goes nowhere: an error like any other status.
+                    if not response.has_redirect_location:
                         return await self._body(target.url, response)
                     current = _next_hop(target.url, response)
         raise PageError(f"more than {self.max_redirects} redirects from {url}")
@@ -88,7 +89,9 @@ class HttpPageReader:
     async def _body(self, url: httpx.URL, response: httpx.Response) -> Fetched:
         if response.status_code >= 300:
             phrase = f" {response.reason_phrase}" if response.reason_phrase else ""
-            raise PageError(f"HTTP {response.status_code}{phrase} from {url}")
+            nowhere = " with no Location header (a redirect to nowhere)"
+            nowhere = nowhere if response.is_redirect else ""
+            raise PageError(f"HTTP {response.status_code}{phrase} from {url}{nowhere}")
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_bytes:
             raise PageError(f"page larger than {self.max_bytes} bytes ({declared} declared)")
