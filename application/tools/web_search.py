@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -37,6 +38,14 @@ class WebSearchArgs(msgspec.Struct, forbid_unknown_fields=True):
         # validation error there, and so a kept failure saying what to change.
         if not self.query.strip():
             raise ValueError("query is empty: say what to search for, in a few keywords")
+        for name, domains in (
+            ("include_domains", self.include_domains),
+            ("exclude_domains", self.exclude_domains),
+        ):
+            for domain in domains:
+                problem = _not_a_domain(domain)
+                if problem:
+                    raise ValueError(f"{name}: {problem}")
 
 
 class WebSearchTool(Tool[WebSearchArgs]):
@@ -73,6 +82,20 @@ class WebSearchTool(Tool[WebSearchArgs]):
             for hit in hits
         )
         return ToolOutput(text, pages)
+
+
+def _not_a_domain(domain: str) -> str | None:
+    """What is wrong with a domain filter the model sent (a search would silently find
+    nothing for it), or None."""
+    bare = domain.strip()
+    if not bare:
+        return "a domain is blank"
+    if "/" in bare:
+        host = urlsplit(bare if "://" in bare else f"//{bare}").hostname or "iea.org"
+        return f"{domain!r} is a URL, not a domain: give the site's domain, such as {host!r}"
+    if any(c.isspace() for c in bare):
+        return f"{domain!r} is not a domain name: give a site's domain, such as 'iea.org'"
+    return None
 
 
 def _snippet(hit: SearchHit) -> str:

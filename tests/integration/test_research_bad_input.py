@@ -11,18 +11,21 @@ without the allow setting and the metadata address (test_research_tools).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from adapters.web.page_reader import HttpPageReader
 from adapters.web.url_guard import AllowList
+from adapters.web_search import TavilySearch
 from application.tools.base import AnyTool
 from application.tools.read_url import ReadUrl
+from application.tools.web_search import WebSearchTool
 from domain.conversation import ToolResultBlock
 from domain.session import AgentSession as S
 from tests.fakes.engine import make_engine, scripted
+from tests.fakes.tavily_server import FakeTavily, serve_fake_tavily
 from tests.integration.test_page_reader import Reply, Site, html, make_pdf
 
 pytestmark = pytest.mark.integration
@@ -37,9 +40,20 @@ def site() -> Iterator[Site]:
         yield site
 
 
-async def kept_failure(
-    tmp_path: Path, tool: AnyTool, args: dict[str, object]
-) -> str:
+@pytest.fixture
+def fake() -> Iterator[FakeTavily]:
+    with serve_fake_tavily() as running:
+        yield running
+
+
+@pytest.fixture
+async def search(fake: FakeTavily) -> AsyncIterator[TavilySearch]:
+    adapter = TavilySearch(fake.api_key, base_url=fake.base_url)
+    yield adapter
+    await adapter.aclose()
+
+
+async def kept_failure(tmp_path: Path, tool: AnyTool, args: dict[str, object]) -> str:
     """Run one call of `tool` with `args`; the recorded error, after checking that it is
     a kept failure the model reads next and that the run completed."""
     llm = scripted(
@@ -173,3 +187,36 @@ async def test_a_redirect_to_a_malformed_url_is_a_kept_failure_naming_it(
     error = await kept_failure(tmp_path, read_url(), {"url": url})
     assert error.startswith(f"fetching {url} failed ("), error
     assert "Invalid URL in location header" in error
+
+
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        (
+            {"include_domains": ["https://www.iea.org/reports"]},
+            "invalid arguments for web_search: include_domains: 'https://www.iea.org/reports' "
+            "is a URL, not a domain: give the site's domain, such as 'www.iea.org'",
+        ),
+        (
+            {"exclude_domains": ["iea.org", "  "]},
+            "invalid arguments for web_search: exclude_domains: a domain is blank",
+        ),
+        (
+            {"include_domains": ["energy gov"]},
+            "invalid arguments for web_search: include_domains: 'energy gov' is not a domain "
+            "name: give a site's domain, such as 'iea.org'",
+        ),
+    ],
+    ids=["url as domain", "blank domain", "space in domain"],
+)
+async def test_a_domain_filter_that_is_not_a_domain_is_a_kept_failure_and_never_sent(
+    fake: FakeTavily,
+    search: TavilySearch,
+    tmp_path: Path,
+    filters: dict[str, object],
+    expected: str,
+) -> None:
+    args = {"query": "heat pumps", **filters}
+    error = await kept_failure(tmp_path, WebSearchTool(search), args)
+    assert error == expected
+    assert fake.searches == []  # refused before it reached the search service
