@@ -44,6 +44,12 @@ def cited(text: str) -> list[int]:
     return list(dict.fromkeys(int(n) for n in MARKER.findall(text)))
 
 
+def citation_indices(event: SseEvent) -> list[object]:
+    citations = event.data.get("citations") or []
+    assert isinstance(citations, list), event.data
+    return [c["index"] for c in citations]
+
+
 def login(server: httpx.Client) -> tuple[dict[str, object], httpx.Client]:
     account = sign_up(server, f"researcher-{uuid.uuid4().hex[:6]}@example.com")
     http = httpx.Client(
@@ -158,7 +164,7 @@ def test_every_citation_of_a_research_run_points_at_a_page_it_retrieved(
         numbers = cited(str(message["content"]))
         assert set(numbers) <= set(sources), message["content"]
         if numbers:  # the last content event of the turn carries its citations
-            assert [c["index"] for c in live[-1].data.get("citations") or []] == numbers
+            assert citation_indices(live[-1]) == numbers, live[-1].data
 
     messages = http.get(f"/api/v1/sessions/{sid}/messages")
     assert messages.status_code == 200, messages.text
