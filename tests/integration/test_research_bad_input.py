@@ -11,7 +11,7 @@ without the allow setting and the metadata address (test_research_tools).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +25,7 @@ from application.tools.web_search import WebSearchTool
 from domain.conversation import ToolResultBlock
 from domain.session import AgentSession as S
 from tests.fakes.engine import make_engine, scripted
-from tests.fakes.tavily_server import FakeTavily, serve_fake_tavily
+from tests.fakes.tavily_server import serve_fake_tavily
 from tests.integration.test_page_reader import Reply, Site, html, make_pdf
 
 pytestmark = pytest.mark.integration
@@ -38,19 +38,6 @@ ZIP = b"PK\x03\x04\x14\x00\x08\x00" + bytes(range(1, 256)) * 8  # no NUL after t
 def site() -> Iterator[Site]:
     with Site() as site:
         yield site
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeTavily]:
-    with serve_fake_tavily() as running:
-        yield running
-
-
-@pytest.fixture
-async def search(fake: FakeTavily) -> AsyncIterator[TavilySearch]:
-    adapter = TavilySearch(fake.api_key, base_url=fake.base_url)
-    yield adapter
-    await adapter.aclose()
 
 
 async def kept_failure(tmp_path: Path, tool: AnyTool, args: dict[str, object]) -> str:
@@ -210,13 +197,13 @@ async def test_a_redirect_to_a_malformed_url_is_a_kept_failure_naming_it(
     ids=["url as domain", "blank domain", "space in domain"],
 )
 async def test_a_domain_filter_that_is_not_a_domain_is_a_kept_failure_and_never_sent(
-    fake: FakeTavily,
-    search: TavilySearch,
-    tmp_path: Path,
-    filters: dict[str, object],
-    expected: str,
+    tmp_path: Path, filters: dict[str, object], expected: str
 ) -> None:
-    args = {"query": "heat pumps", **filters}
-    error = await kept_failure(tmp_path, WebSearchTool(search), args)
-    assert error == expected
-    assert fake.searches == []  # refused before it reached the search service
+    with serve_fake_tavily() as fake:
+        search = TavilySearch(fake.api_key, base_url=fake.base_url)
+        try:
+            args = {"query": "heat pumps", **filters}
+            assert await kept_failure(tmp_path, WebSearchTool(search), args) == expected
+        finally:
+            await search.aclose()
+        assert fake.searches == []  # refused before it reached the search service
