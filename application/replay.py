@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import assert_never, cast
 from uuid import UUID
 
@@ -155,11 +155,13 @@ class ReplayToolCalls(ToolCalls):
     ) -> None:
         super().__init__(tools, blobs)
         self.results = {e.tool_use_id: e for e in stored if isinstance(e, S.ToolResultRecorded)}
-        self.sources: dict[str, list[SourceSeen]] = {}
+        self.sources: dict[str, list[SourceSeen]] = {}  # by the call that recorded them
+        self.first_seen: dict[int, SourceSeen] = {}  # by number
         for e in stored:
             if isinstance(e, S.SourceRecorded):
                 seen = SourceSeen(e.url, e.title, e.snippet, e.via, e.blob_ref)
                 self.sources.setdefault(e.tool_use_id, []).append(seen)
+                self.first_seen.setdefault(e.number, seen)
 
     async def _perform(
         self, state: RunState, tool_use_id: str, name: str, raw_args: dict[str, object]
@@ -172,8 +174,17 @@ class ReplayToolCalls(ToolCalls):
         # An error goes through the same path as a live failure: strikes count again.
         return Performed(
             recorded.status, recorded.summary, recorded.blob_ref, recorded.error,
-            recorded.duration_ms, tuple(self.sources.get(tool_use_id, ())),
+            recorded.duration_ms, self._seen_by(recorded),
         )  # fmt: skip
+
+    def _seen_by(self, recorded: S.ToolResultRecorded) -> tuple[SourceSeen, ...]:
+        """The pages the call saw, in its order: those it recorded, and those the session
+        knew already (which the session does not record again)."""
+        own = {s.url: s for s in self.sources.get(recorded.tool_use_id, ())}
+        if not recorded.sources:  # stored before results listed them
+            return tuple(own.values())
+        shown = (self.first_seen[n] for n in recorded.sources)
+        return tuple(own.get(s.url, replace(s, via="search")) for s in shown)
 
 
 ReplayEngine = Callable[[LLM], AgentRunner]

@@ -39,6 +39,7 @@ from domain.conversation import (
 from domain.policies import REBOOT_QUESTIONS, needs_compaction
 from domain.pricing import PriceTable
 from domain.session import AgentSession as S
+from domain.sources import resolve_citations
 from domain.values import ModelCallCost, SessionSettings
 
 RunEnd = Literal["completed", "failed", "suspended", "not_active"]
@@ -146,9 +147,11 @@ class AgentRunner:
                 await state.record(self.sessions.fail_run, session_id, run_id, str(e), e.code)
                 return "failed"
             cost = self._cost(turn, request.cache_ttl)
+            cited, unknown = resolve_citations(turn.content, state.ledger.sources)
             receipt = await state.record(
-                self.sessions.record_assistant_turn, session_id, run_id, turn, latency_ms, cost
-            )
+                self.sessions.record_assistant_turn,
+                session_id, run_id, turn, latency_ms, cost, cited, unknown,
+            )  # fmt: skip
             await self._after_call(state, receipt.notification_id, turn, cost)
             if not turn.tool_uses:
                 await state.record(self.sessions.complete_run, session_id, run_id, turn.stop_reason)

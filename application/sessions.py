@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -19,6 +19,7 @@ from domain.session import AgentSession
 from domain.values import (
     ArtifactKind,
     Citation,
+    CitedSource,
     ModelCallCost,
     PlanItem,
     RiskLevel,
@@ -122,11 +123,16 @@ class SessionService(Application[UUID]):
         turn: ModelTurn,
         latency_ms: int,
         cost: ModelCallCost | None = None,
+        citations: Sequence[CitedSource] = (),
+        unknown_markers: Sequence[int] = (),
     ) -> Receipt:
-        """Record a finished turn with what it cost (default: unpriced)."""
+        """Record a finished turn with what it cost (default: unpriced) and what it cites."""
         cost = cost or ModelCallCost()
         return self._change(
-            session_id, lambda s: s.record_assistant_turn(run_id, turn, latency_ms, cost)
+            session_id,
+            lambda s: s.record_assistant_turn(
+                run_id, turn, latency_ms, cost, citations, unknown_markers
+            ),
         )
 
     def request_tool_call(
@@ -151,6 +157,7 @@ class SessionService(Application[UUID]):
         blob_ref: str | None = None,
         error: str | None = None,
         duration_ms: int = 0,
+        sources: Sequence[int] = (),
     ) -> Receipt:
         return self._change(
             session_id,
@@ -161,6 +168,7 @@ class SessionService(Application[UUID]):
                 blob_ref=blob_ref,
                 error=error,
                 duration_ms=duration_ms,
+                sources=sources,
             ),
         )
 

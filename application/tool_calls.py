@@ -240,18 +240,20 @@ class ToolCalls:
             error = result.error or result.summary
             await self._fail(state, tool_use_id, name, error, result.duration_ms)
             return
-        summary = result.summary
+        summary, shown = result.summary, list[int]()
         if result.sources:
             await state.record(
                 state.sessions.record_sources, state.session_id, tool_use_id, list(result.sources)
             )
             numbers = state.ledger.source_numbers
+            shown = list(dict.fromkeys(numbers[page.url] for page in result.sources))
             for index, page in enumerate(result.sources):
                 summary = summary.replace(source_marker(index), f"[{numbers[page.url]}]")
         await state.record(
             state.sessions.record_tool_result,
             state.session_id, tool_use_id, result.status, summary,
             blob_ref=result.blob_ref, error=result.error, duration_ms=result.duration_ms,
+            sources=shown,
         )  # fmt: skip
 
     async def _fail(

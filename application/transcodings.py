@@ -6,7 +6,7 @@ from typing import Protocol, Self
 
 from eventsourcing.persistence import JSONTranscoder, Transcoding
 
-from domain.values import Citation, PlanItem, SessionSettings
+from domain.values import Citation, CitedSource, PlanItem, RunArtifact, SessionSettings
 
 
 class ValueObject(Protocol):
@@ -36,3 +36,5 @@ def register_value_objects(transcoder: JSONTranscoder) -> None:
     transcoder.register(AsJson(PlanItem, "plan_item"))
     transcoder.register(AsJson(Citation, "citation"))
     transcoder.register(AsJson(SessionSettings, "session_settings"))
+    transcoder.register(AsJson(CitedSource, "cited_source"))
+    transcoder.register(AsJson(RunArtifact, "run_artifact"))

@@ -21,6 +21,7 @@ from domain.conversation import (
     Message,
     ModelRequest,
     Role,
+    SearchResultBlock,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
@@ -31,7 +32,8 @@ from domain.conversation import (
 from domain.events import SessionEvent
 from domain.policies import STRIKE_NOTICE
 from domain.session import AgentSession as S
-from domain.values import PLAN_MARKS, PlanItem, StoredBlock
+from domain.sources import NumberedSource, add_source
+from domain.values import PLAN_MARKS, PlanItem, StoredBlock, model_citations
 
 MANUAL_PREFIX = "manual_"  # tool calls a person made by hand, outside any model turn
 
@@ -95,6 +97,11 @@ class ContextBuilder:
         self._tokens: list[int] = []
         self._dirty = 0
         self._plan: list[PlanItem] = []
+        self._sources: dict[int, NumberedSource] = {}  # as far as the log has come
+        self._reads: dict[int, str] = {}  # source number -> the call that last read it
+        # Tool results that showed pages, as they were when recorded (a later sighting
+        # of a page must not change an earlier result: the prefix stays the same).
+        self._pages: dict[str, ToolResultBlock] = {}
         tools = json.dumps([_tool_json(t) for t in frame.tools], sort_keys=True)
         self._frame_tokens = count(frame.system) + count(tools)
 
@@ -105,8 +112,17 @@ class ContextBuilder:
                 self._plan = list(items)
             case S.ContextCompacted(summary=summary, through_version=through):
                 self.compact(summary, through)
+            case S.SourceRecorded(number=number, via=via, tool_use_id=tool_use_id):
+                add_source(self._sources, e)
+                if via == "read":
+                    self._reads[number] = tool_use_id
+            case S.ToolResultRecorded(sources=[_, *_], tool_use_id=tool_use_id) if (
+                not tool_use_id.startswith(MANUAL_PREFIX)  # no model turn to cite from
+            ):
+                self._pages[tool_use_id] = self._showing_pages(e)
+                self._add(self._turn_of(e))
             case _:
-                self._add(_turn_of(e))
+                self._add(self._turn_of(e))
 
     def compact(self, summary: str, through_version: int) -> None:
         """Start again from the summary and what came after `through_version`."""
@@ -117,7 +133,7 @@ class ContextBuilder:
             self._add(("user", [skill_instructions(skills[-1])]))  # never compacted away
         for e in self._events:
             if e.originator_version > through_version:
-                self._add(_turn_of(e))
+                self._add(self._turn_of(e))
 
     def conversation(self) -> list[Message]:
         for role, blocks in self._turns[self._dirty :]:
@@ -148,6 +164,24 @@ class ContextBuilder:
             cache_ttl=self.frame.cache_ttl,
         )
         return request, estimate
+
+    def _turn_of(self, e: SessionEvent) -> tuple[Role, list[ContentBlock]] | None:
+        pages = self._pages.get(e.tool_use_id) if isinstance(e, S.ToolResultRecorded) else None
+        return ("user", [pages]) if pages is not None else _turn_of(e)
+
+    def _showing_pages(self, e: S.ToolResultRecorded) -> ToolResultBlock:
+        """A result that showed pages, as search results the model can cite: the page a
+        call read is its text (the summary), a page it found is its snippet."""
+        shown = [self._sources[n] for n in e.sources]
+        if len(shown) == 1 and self._reads.get(shown[0].number) == e.tool_use_id:
+            texts = [e.summary]
+        else:
+            texts = [s.snippet or s.title or s.url for s in shown]
+        results = tuple(
+            SearchResultBlock(s.url, f"[{s.number}] {s.title or s.url}", text)
+            for s, text in zip(shown, texts, strict=True)
+        )
+        return ToolResultBlock(e.tool_use_id, e.summary, results=results)
 
     def _add(self, turn: tuple[Role, list[ContentBlock]] | None) -> None:
         if turn is None:
@@ -237,7 +271,7 @@ REBOOT_PROMPT = (
 def content_block(raw: StoredBlock) -> ContentBlock:
     """A recorded content block (plain data) as our model type."""
     if raw["type"] == "text":
-        return TextBlock(raw["text"])
+        return TextBlock(raw["text"], model_citations(raw))
     if raw["type"] == "thinking":
         return ThinkingBlock(raw["thinking"], raw.get("signature", ""))
     return ToolUseBlock(raw["id"], raw["name"], raw["input"])

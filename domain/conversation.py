@@ -44,8 +44,19 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class ModelCitation:
+    """A passage of a search result the model says a text block rests on (the vendor's
+    own citation, returned as data): the result's source URL, its title, the cited text."""
+
+    source: str
+    title: str
+    cited_text: str
+
+
+@dataclass(frozen=True)
 class TextBlock:
     text: str
+    citations: tuple[ModelCitation, ...] = ()  # the model's, for this block's text
     type: Literal["text"] = "text"
 
 
@@ -67,10 +78,22 @@ class ToolUseBlock:
 
 
 @dataclass(frozen=True)
+class SearchResultBlock:
+    """A page the model may cite: its URL, title and text (sent with citations enabled)."""
+
+    source: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
 class ToolResultBlock:
+    """A tool's result: its text, or (when it showed pages) the pages as search results."""
+
     tool_use_id: str
     content: str
     is_error: bool = False
+    results: tuple[SearchResultBlock, ...] = ()  # when set, they are the content
     type: Literal["tool_result"] = "tool_result"
 
 
@@ -166,8 +189,10 @@ def _block_text(block: ContentBlock) -> str:
             return thinking
         case ToolUseBlock(name=name, input=args):
             return f"{name} {json.dumps(args, sort_keys=True, ensure_ascii=False)}"
-        case ToolResultBlock(content=content):
+        case ToolResultBlock(content=content, results=()):
             return content
+        case ToolResultBlock(results=results):
+            return "\n".join(f"{r.title}\n{r.source}\n{r.text}" for r in results)
         case _:
             assert_never(block)
 

@@ -11,6 +11,7 @@ from domain.session import AgentSession
 
 # Set by the store on every event; a copied event gets its own.
 _ENVELOPE = frozenset({"originator_id", "originator_version", "timestamp", "originator_topic"})
+_RUN_ENDS = (AgentSession.RunCompleted, AgentSession.RunFailed, AgentSession.RunStopped)
 
 
 def fork(parent: AgentSession, history: Sequence[SessionEvent], at_version: int) -> AgentSession:
@@ -36,6 +37,8 @@ def fork(parent: AgentSession, history: Sequence[SessionEvent], at_version: int)
     for old in history:
         if 1 < old.originator_version <= at_version:
             payload = {f.name: getattr(old, f.name) for f in fields(old) if f.name not in _ENVELOPE}
+            if isinstance(old, _RUN_ENDS):  # the copies of the run's artifacts are the fork's
+                payload["artifacts"] = list(child.run_artifacts)
             child.trigger_event(type(old), **payload)
     if child.active_run is not None:
         child.stop(f"forked at version {at_version}")

@@ -15,6 +15,7 @@ from uuid import UUID
 from domain.events import SessionEvent
 from domain.policies import error_signature
 from domain.session import AgentSession as S
+from domain.sources import NumberedSource, add_source
 from domain.values import SessionSettings, ToolUseContent, blocks_tool_uses
 
 
@@ -37,6 +38,7 @@ class Ledger:
     failures: dict[tuple[str, str], int] = field(default_factory=dict)
     skill: S.SkillActivated | None = None  # the skill active now, if any
     source_numbers: dict[str, int] = field(default_factory=dict)  # url -> its number
+    sources: dict[int, NumberedSource] = field(default_factory=dict)  # by number
     _done: frozenset[str] = frozenset()
 
     @classmethod
@@ -76,6 +78,7 @@ class Ledger:
                 self.skill = e
             case S.SourceRecorded(url=url, number=number):
                 self.source_numbers[url] = number
+                add_source(self.sources, e)
             case (
                 S.UserMessageAppended() | S.FindingRecorded() | S.ProgressNoted()
                 | S.ContextCompacted() | S.BudgetThresholdReached()

@@ -11,6 +11,7 @@ events up to date, so every event ever stored still loads.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 from uuid import UUID
@@ -30,9 +31,11 @@ from domain.values import (
     ArtifactKind,
     BudgetScope,
     Citation,
+    CitedSource,
     ModelCallCost,
     PlanItem,
     RiskLevel,
+    RunArtifact,
     SessionSettings,
     SessionStatus,
     SkillActivation,
@@ -41,6 +44,7 @@ from domain.values import (
     SourceVia,
     StoredBlock,
     ToolResultStatus,
+    artifact_id_of,
     check_message_size,
     check_title,
     turn_blocks,
@@ -63,12 +67,17 @@ def _run_totals_unknown(state: State) -> None:
     state.setdefault("message_id", None)
 
 
+def _run_artifacts_unlisted(state: State) -> None:
+    """Runs that ended before their end listed the artifacts they made."""
+    state.setdefault("artifacts", [])
+
+
 class AgentSession(Aggregate):
     """One agent session in a workspace."""
 
     # v2: typed settings; a run's tokens and last message. v3: its organization and team.
-    # v4: the numbers of its sources
-    class_version = 4
+    # v4: the numbers of its sources. v5: the active run's artifacts
+    class_version = 5
 
     @staticmethod
     def upcast_v1_v2(state: State) -> None:
@@ -84,6 +93,10 @@ class AgentSession(Aggregate):
     @staticmethod
     def upcast_v3_v4(state: State) -> None:
         state.setdefault("source_numbers", {})
+
+    @staticmethod
+    def upcast_v4_v5(state: State) -> None:
+        state.setdefault("run_artifacts", [])
 
     # -- events ----------------------------------------------------------------
 
@@ -131,9 +144,18 @@ class AgentSession(Aggregate):
         cost_usd: Decimal
         price_version: str
         priced: bool  # False: no price matched the model (cost_usd is 0)
+        # The session's sources its text cites, by first citation (its `[n]` markers and
+        # the model's own citations), and the markers it wrote that name no source.
+        citations: list[CitedSource]
+        unknown_markers: list[int]
 
-        class_version = 2
+        class_version = 3
         upcast_v1_v2 = staticmethod(_unpriced_call)
+
+        @staticmethod
+        def upcast_v2_v3(state: State) -> None:
+            state.setdefault("citations", [])
+            state.setdefault("unknown_markers", [])
 
         @property
         def tokens(self) -> int:
@@ -158,6 +180,13 @@ class AgentSession(Aggregate):
         blob_ref: str | None
         error: str | None
         duration_ms: int
+        sources: list[int]  # the numbers of the pages the result shows, in its order
+
+        class_version = 2
+
+        @staticmethod
+        def upcast_v1_v2(state: State) -> None:
+            state.setdefault("sources", [])
 
     class ConfirmationRequested(Aggregate.Event):
         action_id: str
@@ -284,9 +313,11 @@ class AgentSession(Aggregate):
         reason: str
         tokens_used: int
         message_id: int | None  # the version of the run's last assistant turn
+        artifacts: list[RunArtifact]  # what the run made, in order
 
-        class_version = 2
+        class_version = 3
         upcast_v1_v2 = staticmethod(_run_totals_unknown)
+        upcast_v2_v3 = staticmethod(_run_artifacts_unlisted)
 
     class RunFailed(Aggregate.Event):
         run_id: UUID
@@ -294,18 +325,22 @@ class AgentSession(Aggregate):
         error_code: str
         tokens_used: int
         message_id: int | None
+        artifacts: list[RunArtifact]
 
-        class_version = 2
+        class_version = 3
         upcast_v1_v2 = staticmethod(_run_totals_unknown)
+        upcast_v2_v3 = staticmethod(_run_artifacts_unlisted)
 
     class RunStopped(Aggregate.Event):
         run_id: UUID
         reason: str
         tokens_used: int
         message_id: int | None
+        artifacts: list[RunArtifact]
 
-        class_version = 2
+        class_version = 3
         upcast_v1_v2 = staticmethod(_run_totals_unknown)
+        upcast_v2_v3 = staticmethod(_run_artifacts_unlisted)
 
     class SessionRenamed(Aggregate.Event):
         title: str
@@ -347,6 +382,7 @@ class AgentSession(Aggregate):
         self.active_run: UUID | None = None
         self.run_tokens = 0  # tokens the active run's turns used so far
         self.run_message_id: int | None = None  # the active run's last assistant turn
+        self.run_artifacts: list[RunArtifact] = []  # what the active run made
         self.open_tool_calls: dict[str, str] = {}
         # action id -> tool use id, for confirmations asked and not yet answered
         self.pending_confirmations: dict[str, str] = {}
@@ -396,14 +432,21 @@ class AgentSession(Aggregate):
         pass
 
     def record_assistant_turn(
-        self, run_id: UUID, turn: ModelTurn, latency_ms: int, cost: ModelCallCost
+        self,
+        run_id: UUID,
+        turn: ModelTurn,
+        latency_ms: int,
+        cost: ModelCallCost,
+        citations: Sequence[CitedSource] = (),
+        unknown_markers: Sequence[int] = (),
     ) -> None:
         self._check_run(run_id)
         usage = turn.usage
         self._assistant_turn_recorded(
             run_id, turn_blocks(turn), turn.stop_reason, turn.model, usage.input_tokens,
             usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens, latency_ms,
-            cost.cache_ttl, cost.usd, cost.price_version, cost.priced,
+            cost.cache_ttl, cost.usd, cost.price_version, cost.priced, list(citations),
+            list(unknown_markers),
         )  # fmt: skip
 
     @event(AssistantTurnRecorded)
@@ -422,6 +465,8 @@ class AgentSession(Aggregate):
         cost_usd: Decimal,
         price_version: str,
         priced: bool,
+        citations: list[CitedSource],
+        unknown_markers: list[int],
     ) -> None:
         if run_id == self.active_run:
             self.run_tokens += input_tokens + output_tokens + cache_read_tokens + cache_write_tokens
@@ -452,12 +497,18 @@ class AgentSession(Aggregate):
         blob_ref: str | None = None,
         error: str | None = None,
         duration_ms: int = 0,
+        sources: Sequence[int] = (),
     ) -> None:
         if tool_use_id not in self.open_tool_calls:
             raise InvalidCommand(f"no open tool call {tool_use_id}")
         if status not in TOOL_RESULT_STATUSES:
             raise InvalidCommand(f"unknown tool result status {status!r}")
-        self._tool_result_recorded(tool_use_id, status, summary, blob_ref, error, duration_ms)
+        unknown = [n for n in sources if not 1 <= n <= len(self.source_numbers)]
+        if unknown:
+            raise InvalidCommand(f"tool result shows sources {unknown} the session never saw")
+        self._tool_result_recorded(
+            tool_use_id, status, summary, blob_ref, error, duration_ms, list(sources)
+        )
 
     @event(ToolResultRecorded)
     def _tool_result_recorded(
@@ -468,6 +519,7 @@ class AgentSession(Aggregate):
         blob_ref: str | None,
         error: str | None,
         duration_ms: int,
+        sources: list[int],
     ) -> None:
         del self.open_tool_calls[tool_use_id]
         for action_id, waiting_on in list(self.pending_confirmations.items()):
@@ -552,7 +604,10 @@ class AgentSession(Aggregate):
     def _artifact_created(
         self, kind: ArtifactKind, name: str, blob_ref: str, size: int, sha256: str, media_type: str
     ) -> None:
-        pass
+        if self.active_run is not None:  # apply() runs before the version moves
+            self.run_artifacts.append(
+                RunArtifact(artifact_id_of(self.id, self.version + 1), kind, name)
+            )
 
     def record_sources(self, tool_use_id: str, seen: list[SourceSeen]) -> None:
         """Number each page a tool call saw: a new URL gets the next number; a page read
@@ -677,7 +732,7 @@ class AgentSession(Aggregate):
     @event(RunRequested)
     def _run_requested(self, run_id: UUID) -> None:
         self.active_run = run_id
-        self.run_tokens, self.run_message_id = 0, None
+        self.run_tokens, self.run_message_id, self.run_artifacts = 0, None, []
 
     def start_run(self, run_id: UUID, worker: str) -> None:
         self._check_run(run_id)
@@ -689,33 +744,56 @@ class AgentSession(Aggregate):
 
     def complete_run(self, run_id: UUID, reason: str = "end_turn") -> None:
         self._check_run(run_id)
-        self._run_completed(run_id, reason, self.run_tokens, self.run_message_id)
+        self._run_completed(
+            run_id, reason, self.run_tokens, self.run_message_id, list(self.run_artifacts)
+        )
 
     @event(RunCompleted)
     def _run_completed(
-        self, run_id: UUID, reason: str, tokens_used: int, message_id: int | None
+        self,
+        run_id: UUID,
+        reason: str,
+        tokens_used: int,
+        message_id: int | None,
+        artifacts: list[RunArtifact],
     ) -> None:
         self.active_run = None
         self.status = "completed"
 
     def fail_run(self, run_id: UUID, reason: str, error_code: str = "RUN_FAILED") -> None:
         self._check_run(run_id)
-        self._run_failed(run_id, reason, error_code, self.run_tokens, self.run_message_id)
+        self._run_failed(
+            run_id, reason, error_code, self.run_tokens, self.run_message_id,
+            list(self.run_artifacts),
+        )  # fmt: skip
 
     @event(RunFailed)
     def _run_failed(
-        self, run_id: UUID, reason: str, error_code: str, tokens_used: int, message_id: int | None
+        self,
+        run_id: UUID,
+        reason: str,
+        error_code: str,
+        tokens_used: int,
+        message_id: int | None,
+        artifacts: list[RunArtifact],
     ) -> None:
         self.active_run = None
         self.status = "error"
 
     def stop_run(self, run_id: UUID, reason: str = "stopped by user") -> None:
         self._check_run(run_id)
-        self._run_stopped(run_id, reason, self.run_tokens, self.run_message_id)
+        self._run_stopped(
+            run_id, reason, self.run_tokens, self.run_message_id, list(self.run_artifacts)
+        )
 
     @event(RunStopped)
     def _run_stopped(
-        self, run_id: UUID, reason: str, tokens_used: int, message_id: int | None
+        self,
+        run_id: UUID,
+        reason: str,
+        tokens_used: int,
+        message_id: int | None,
+        artifacts: list[RunArtifact],
     ) -> None:
         self.active_run = None
         self.status = "stopped"

@@ -9,10 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Literal, TypedDict, cast
+from typing import Literal, NotRequired, TypedDict, cast
 from uuid import UUID, uuid5
 
-from domain.conversation import CacheTtl, ModelTurn, TextBlock, ThinkingBlock, ToolUseBlock
+from domain.conversation import (
+    CacheTtl,
+    ModelCitation,
+    ModelTurn,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+)
 from domain.errors import InvalidCommand, MessageTooLarge
 
 MAX_MESSAGE_BYTES = 1024 * 1024
@@ -34,6 +41,7 @@ TOOL_RESULT_STATUSES: tuple[ToolResultStatus, ...] = (
     "cancelled",
     "interrupted",
 )
+ARTIFACT_KINDS: tuple[ArtifactKind, ...] = ("report", "ppt", "code", "file")
 PLAN_ITEM_STATUSES: tuple[PlanItemStatus, ...] = ("pending", "in_progress", "done", "skipped")
 CONFIRMATION_POLICIES: tuple[ConfirmationPolicy, ...] = ("always", "risky", "never")
 # How each plan status is marked in a checklist (recitation and task_plan.md alike).
@@ -161,6 +169,45 @@ def artifact_id_of(session_id: UUID, version: int) -> UUID:
 
 
 @dataclass(frozen=True)
+class CitedSource:
+    """A session source an answer cites: its number (`[n]`), page, and the text cited
+    (the passage the model quoted, else the source's snippet)."""
+
+    number: int
+    url: str
+    title: str
+    snippet: str
+
+    @classmethod
+    def of(cls, raw: object) -> CitedSource:
+        if not isinstance(raw, dict):
+            raise InvalidCommand("a cited source must be an object")
+        return cls(int(raw["number"]), str(raw["url"]), str(raw["title"]), str(raw["snippet"]))
+
+    def to_json(self) -> dict[str, object]:
+        return {"number": self.number, "url": self.url, "title": self.title,
+                "snippet": self.snippet}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RunArtifact:
+    """An artifact a run made, as its end lists it."""
+
+    artifact_id: UUID
+    kind: ArtifactKind
+    name: str
+
+    @classmethod
+    def of(cls, raw: object) -> RunArtifact:
+        if not isinstance(raw, dict) or raw.get("kind") not in ARTIFACT_KINDS:
+            raise InvalidCommand("a run's artifact needs an id, a kind and a name")
+        return cls(UUID(str(raw["artifact_id"])), raw["kind"], str(raw["name"]))
+
+    def to_json(self) -> dict[str, object]:
+        return {"artifact_id": str(self.artifact_id), "kind": self.kind, "name": self.name}
+
+
+@dataclass(frozen=True)
 class ArtifactRef:
     """An artifact a tool created: its id, and its bytes in the blob store."""
 
@@ -191,9 +238,18 @@ def _optional_int(value: object) -> int | None:
 # -- a recorded assistant turn's content, as stored (plain JSON) -------------------
 
 
+class CitationContent(TypedDict):
+    """The model's own citation of a search result (`ModelCitation`), as stored."""
+
+    source: str
+    title: str
+    cited_text: str
+
+
 class TextContent(TypedDict):
     type: Literal["text"]
     text: str
+    citations: NotRequired[list[CitationContent]]  # only when the model cited
 
 
 class ThinkingContent(TypedDict):
@@ -217,13 +273,26 @@ def turn_blocks(turn: ModelTurn) -> list[StoredBlock]:
     blocks: list[StoredBlock] = []
     for block in turn.content:
         match block:
-            case TextBlock(text=text):
+            case TextBlock(text=text, citations=()):
                 blocks.append({"type": "text", "text": text})
+            case TextBlock(text=text, citations=citations):
+                cited: list[CitationContent] = [
+                    {"source": c.source, "title": c.title, "cited_text": c.cited_text}
+                    for c in citations
+                ]
+                blocks.append({"type": "text", "text": text, "citations": cited})
             case ThinkingBlock(thinking=thinking, signature=signature):
                 blocks.append({"type": "thinking", "thinking": thinking, "signature": signature})
             case ToolUseBlock(id=tool_use_id, name=name, input=args):
                 blocks.append({"type": "tool_use", "id": tool_use_id, "name": name, "input": args})
     return blocks
+
+
+def model_citations(block: TextContent) -> tuple[ModelCitation, ...]:
+    """The model's citations of a stored text block (none in turns stored before them)."""
+    return tuple(
+        ModelCitation(c["source"], c["title"], c["cited_text"]) for c in block.get("citations", ())
+    )
 
 
 def blocks_text(blocks: list[StoredBlock]) -> str:

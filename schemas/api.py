@@ -9,7 +9,7 @@ from uuid import UUID
 import msgspec
 from msgspec import Meta
 
-from schemas.sse import ToolUse
+from schemas.sse import Citation, ToolUse
 
 # Some visible character, and no NUL (Postgres text cannot hold it).
 VISIBLE = r"^[^\x00]*\S[^\x00]*$"
@@ -152,6 +152,8 @@ class MessageOut(msgspec.Struct):
     timestamp: datetime
     thinking: str | None = None
     tool_calls: list[ToolUse] | None = None
+    citations: list[Citation] | None = None  # the sources it cites (`index` = `[n]`)
+    unresolved_citations: list[int] | None = None  # `[n]` naming no source: not links
 
 
 class MessagePage(msgspec.Struct):

@@ -9,7 +9,9 @@ more may be added, none renamed. New fields always get defaults.
 Live previews (`thinking` and `content` chunks while the model streams) have no
 version and no SSE id. Every stored event's payload has its session `version` (the
 SSE id) and `timestamp`. The stored assistant turn is a `message` (role assistant),
-never a `content`: a client that appends every `content` shows each answer once.
+never a `content` with text: a client that appends every `content` shows each answer
+once. A turn that cites sources ends with a `content` of no text that carries its
+`citations` (sent again when a client catches up, being part of the stored turn).
 """
 
 from __future__ import annotations
@@ -85,7 +87,8 @@ class Thinking(Payload, tag="thinking", frozen=True):
 
 
 class Content(Payload, tag="content", frozen=True):
-    """A live chunk of the answer; never stored, never repeated."""
+    """A live chunk of the answer (never stored, never repeated), or a turn's last
+    `content`: no text, the sources the turn cites."""
 
     content: str
     citations: list[Citation] | None = None
@@ -120,6 +123,14 @@ class ConfirmRequired(Stored, tag="confirm_required", frozen=True):
     tool_call_id: str
 
 
+class RunArtifact(msgspec.Struct, frozen=True):
+    """An artifact a run made (`GET /artifacts/{artifact_id}`)."""
+
+    artifact_id: UUID
+    kind: Literal["report", "ppt", "code", "file"]
+    name: str
+
+
 class Done(Stored, tag="done", frozen=True):
     """A run ended; `message_id` is its last assistant message's id (None: it had none)."""
 
@@ -128,6 +139,7 @@ class Done(Stored, tag="done", frozen=True):
     tokens_used: int
     run_id: UUID
     reason: str
+    artifacts: list[RunArtifact] | None = None  # what the run made, in order
 
 
 class Error(Stored, tag="error", frozen=True):
@@ -164,6 +176,9 @@ class Message(Stored, tag="message", frozen=True):
     stop_reason: str | None = None
     model: str | None = None
     usage: Usage | None = None
+    citations: list[Citation] | None = None  # the sources it cites, by first citation
+    # `[n]` it wrote that name no source of the session: never to be shown as links
+    unresolved_citations: list[int] | None = None
 
 
 class Run(Stored, tag="run", frozen=True):
@@ -206,9 +221,10 @@ class BudgetNotice(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True
 
 
 class Notice(Stored, tag="notice", frozen=True):
-    """Something about the agent's course: a strike, a reboot, a compaction, a budget."""
+    """Something about the agent's course: a strike, a reboot, a compaction, a budget,
+    an answer citing `[n]` that names no source (`markers`)."""
 
-    kind: Literal["strike", "reboot", "compaction", "budget"]
+    kind: Literal["strike", "reboot", "compaction", "budget", "citation"]
     tool: str | None = None
     error_signature: str | None = None
     count: int | None = None
@@ -219,6 +235,8 @@ class Notice(Stored, tag="notice", frozen=True):
     tokens_before: int | None = None
     tokens_after: int | None = None
     budget: BudgetNotice | None = None
+    markers: list[int] | None = None
+    message: str | None = None
 
 
 class Source(Stored, tag="source", frozen=True):

@@ -221,5 +221,6 @@ def _events(sessions: SessionService, session_id: UUID) -> list[SessionEvent]:
 def _message_out(m: sse.Message) -> MessageOut:
     return MessageOut(
         id=m.id, version=m.version, role=m.role, content=m.content, timestamp=m.timestamp,
-        thinking=m.thinking, tool_calls=m.tool_calls or None,
+        thinking=m.thinking, tool_calls=m.tool_calls or None, citations=m.citations,
+        unresolved_citations=m.unresolved_citations,
     )  # fmt: skip

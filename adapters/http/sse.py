@@ -8,6 +8,7 @@ none: they are previews, not part of the record.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import assert_never
 from urllib.parse import urlsplit
 
@@ -15,12 +16,16 @@ from domain.conversation import TextDelta, ThinkingDelta
 from domain.events import SessionEvent
 from domain.pricing import usd_text
 from domain.session import AgentSession as S
+from domain.sources import cited_numbers
 from domain.values import (
     Citation,
+    CitedSource,
+    RunArtifact,
+    StoredBlock,
     artifact_id_of,
-    blocks_text,
     blocks_thinking,
     blocks_tool_uses,
+    model_citations,
 )
 from schemas import sse
 
@@ -113,20 +118,30 @@ def _turn(e: Turn) -> list[sse.SsePayload]:
                 e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens
             )
             calls = [sse.ToolUse(b["id"], b["name"], b["input"]) for b in blocks_tool_uses(blocks)]
+            cited = cited_sources(e.citations)
+            unknown = e.unknown_markers
             turn = sse.Message(
                 version=v,
                 timestamp=at,
                 id=str(v),
                 role="assistant",
-                content=blocks_text(blocks),
+                content=marked_text(blocks, e.citations),
                 thinking=thinking or None,
                 tool_calls=calls,
                 run_id=e.run_id,
                 stop_reason=e.stop_reason,
                 model=e.model,
                 usage=usage,
+                citations=cited or None,
+                unresolved_citations=list(unknown) or None,
             )
-            return [sse.Thinking(content="", status="end"), turn] if thinking else [turn]
+            out: list[sse.SsePayload] = [sse.Thinking(content="", status="end")] if thinking else []
+            if cited:
+                out.append(sse.Content(content="", citations=cited))
+            out.append(turn)
+            if unknown:
+                out.append(_unresolved(v, at, unknown, len(cited)))
+            return out
         case _:
             assert_never(e)
 
@@ -269,6 +284,7 @@ def _run(e: RunEvent) -> sse.SsePayload:
                 tokens_used=tokens,
                 run_id=run,
                 reason=reason,
+                artifacts=_artifacts(e.artifacts),
             )
         case S.RunStopped(run_id=run, reason=reason, tokens_used=tokens, message_id=message):
             return sse.Done(
@@ -279,6 +295,7 @@ def _run(e: RunEvent) -> sse.SsePayload:
                 tokens_used=tokens,
                 run_id=run,
                 reason=reason,
+                artifacts=_artifacts(e.artifacts),
             )
         case S.RunFailed(run_id=run, reason=reason, error_code=code, tokens_used=tokens):
             return sse.Error(
@@ -329,6 +346,53 @@ def citations_of(citations: list[Citation]) -> list[sse.Citation]:
         )
         for n, c in enumerate(citations, start=1)
     ]
+
+
+def _unresolved(version: int, at: datetime, markers: list[int], cited: int) -> sse.Notice:
+    listed = ", ".join(f"[{n}]" for n in markers)
+    return sse.Notice(
+        version=version,
+        timestamp=at,
+        kind="citation",
+        markers=list(markers),
+        message=f"The answer cites {listed}, which no source of this session has: "
+        f"shown as text, not as a link ({cited} cited source(s) resolved).",
+    )
+
+
+def _artifacts(made: list[RunArtifact]) -> list[sse.RunArtifact]:
+    return [sse.RunArtifact(a.artifact_id, a.kind, a.name) for a in made]
+
+
+def cited_sources(cited: list[CitedSource]) -> list[sse.Citation]:
+    """A turn's citations as the frontend's `Citation`: `index` is the source's number."""
+    return [
+        sse.Citation(
+            index=c.number,
+            url=c.url,
+            title=c.title,
+            domain=urlsplit(c.url).hostname or "",
+            snippet=c.snippet,
+        )
+        for c in cited
+    ]
+
+
+def marked_text(blocks: list[StoredBlock], cited: list[CitedSource]) -> str:
+    """A turn's text with `[n]` after each block the model cited sources for by itself
+    (its own citations carry no markers in the text), unless the block has them."""
+    numbers = {c.url: c.number for c in cited}
+    parts: list[str] = []
+    for block in blocks:
+        if block["type"] != "text":
+            continue
+        text = block["text"]
+        cited_here = (numbers.get(c.source) for c in model_citations(block))
+        marks = dict.fromkeys(n for n in cited_here if n is not None)
+        for n in cited_numbers(text):
+            marks.pop(n, None)
+        parts.append(text + "".join(f"[{n}]" for n in marks))
+    return "".join(parts)
 
 
 def _id(message_id: int | None) -> str | None:

@@ -6,6 +6,7 @@ Pure functions, no I/O: `to_wire` turns a `ModelRequest` into the request params
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import assert_never
 
@@ -13,7 +14,9 @@ from anthropic.types import (
     CacheControlEphemeralParam,
     MessageParam,
     MetadataParam,
+    SearchResultBlockParam,
     TextBlockParam,
+    TextCitation,
     ThinkingBlockParam,
     ThinkingConfigEnabledParam,
     ToolParam,
@@ -37,8 +40,10 @@ from domain.conversation import (
     CacheTtl,
     ContentBlock,
     Message,
+    ModelCitation,
     ModelRequest,
     ModelTurn,
+    SearchResultBlock,
     StopReason,
     TextBlock,
     ThinkingBlock,
@@ -143,6 +148,13 @@ def _block(block: ContentBlock) -> WireBlock:
             return {"type": "thinking", "thinking": thinking, "signature": signature}
         case ToolUseBlock(id=id_, name=name, input=input_):
             return {"type": "tool_use", "id": id_, "name": name, "input": input_}
+        case ToolResultBlock(tool_use_id=tool_use_id, results=(_, *_) as results):
+            # Pages the model may cite: its citations come back as data on its text.
+            return {
+                "type": "tool_result",
+                "tool_use_id": tool_use_id,
+                "content": [_search_result(r) for r in results],
+            }
         case ToolResultBlock(tool_use_id=tool_use_id, content=content, is_error=is_error):
             return {
                 "type": "tool_result",
@@ -152,6 +164,16 @@ def _block(block: ContentBlock) -> WireBlock:
             }
         case _:
             assert_never(block)
+
+
+def _search_result(result: SearchResultBlock) -> SearchResultBlockParam:
+    return {
+        "type": "search_result",
+        "source": result.source,
+        "title": result.title,
+        "content": [{"type": "text", "text": result.text or result.source}],
+        "citations": {"enabled": True},  # all or none in a request: always all
+    }
 
 
 def to_model_turn(message: WireMessage, stop_reason: WireStopReason) -> ModelTurn:
@@ -167,7 +189,7 @@ def to_model_turn(message: WireMessage, stop_reason: WireStopReason) -> ModelTur
 
 def _turn_block(block: WireContentBlock) -> TextBlock | ThinkingBlock | ToolUseBlock | None:
     if block.type == "text":
-        return TextBlock(block.text)
+        return TextBlock(block.text, _citations(block.citations or ()))
     if block.type == "thinking":
         return ThinkingBlock(block.thinking, block.signature)
     if block.type == "tool_use":
@@ -175,6 +197,15 @@ def _turn_block(block: WireContentBlock) -> TextBlock | ThinkingBlock | ToolUseB
     # redacted_thinking and server-tool blocks: we send no server tools, and the
     # domain has no redacted-thinking type yet (see the adapter's docstring).
     return None
+
+
+def _citations(citations: Iterable[TextCitation]) -> tuple[ModelCitation, ...]:
+    """The model's citations of search results we sent (others cite nothing we sent)."""
+    return tuple(
+        ModelCitation(c.source, c.title or "", c.cited_text)
+        for c in citations
+        if c.type == "search_result_location"
+    )
 
 
 def to_usage(usage: WireUsage) -> Usage:

@@ -33,9 +33,19 @@ SSEEvent = tuple[str, JSONObject]
 
 
 @dataclass(frozen=True)
+class Cite:
+    """A citation of one of the request's `search_result` blocks (by its order in the
+    request), sent as a `citations_delta` the way the API sends it."""
+
+    search_result_index: int
+    cited_text: str
+
+
+@dataclass(frozen=True)
 class Text:
     text: str
     pieces: int = 2  # text_delta events
+    cites: tuple[Cite, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -200,7 +210,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_error(ErrorReply(500, "api_error", "the fake has no reply planned"))
         if isinstance(reply, ErrorReply):
             return self._send_error(reply)
-        return self._send_turn(reply, cast(JSONObject, body)["model"])
+        return self._send_turn(reply, cast(JSONObject, body))
 
     def _send_error(self, reply: ErrorReply) -> None:
         payload = json.dumps(
@@ -215,14 +225,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    def _send_turn(self, turn: Turn, requested_model: str) -> None:
+    def _send_turn(self, turn: Turn, body: JSONObject) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream; charset=utf-8")
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         self.send_header("request-id", "req_fake")
         self.end_headers()
-        for n, (name, data) in enumerate(_events(turn, turn.model or requested_model)):
+        events = _events(turn, turn.model or body["model"], search_results(body))
+        for n, (name, data) in enumerate(events):
             if n == turn.cut_after:
                 return self._cut(turn.cut)
             self._chunk(_sse(name, data))
@@ -262,10 +273,16 @@ def _problem(body: object) -> str | None:
             return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
         if body["max_tokens"] <= budget:
             return "`max_tokens` must be greater than `thinking.budget_tokens`"
+    results = search_results(body)
+    if len({bool(r.get("citations", {}).get("enabled")) for r in results}) > 1:
+        return "Citations must be enabled for all or none of the search results in a request"
+    for r in results:
+        if not r.get("source") or not any(t.get("text") for t in r.get("content", [])):
+            return "search_result: source and non-empty text content are required"
     return None
 
 
-def _events(turn: Turn, model: str) -> list[SSEEvent]:
+def _events(turn: Turn, model: str, results: list[JSONObject]) -> list[SSEEvent]:
     usage: JSONObject = {"input_tokens": turn.input_tokens, "output_tokens": 1}
     if turn.cache_creation_input_tokens is not None:
         usage["cache_creation_input_tokens"] = turn.cache_creation_input_tokens
@@ -286,7 +303,7 @@ def _events(turn: Turn, model: str) -> list[SSEEvent]:
         ("ping", {"type": "ping"}),
     ]
     for index, block in enumerate(turn.blocks):
-        events.extend(_block_events(index, block))
+        events.extend(_block_events(index, block, results))
     delta = {"stop_reason": turn.stop_reason, "stop_sequence": None}
     events.append(
         (
@@ -302,13 +319,14 @@ def _events(turn: Turn, model: str) -> list[SSEEvent]:
     return events
 
 
-def _block_events(index: int, block: Block) -> list[SSEEvent]:
+def _block_events(index: int, block: Block, results: list[JSONObject]) -> list[SSEEvent]:
     start: JSONObject
     deltas: list[JSONObject]
     match block:
-        case Text(text=text, pieces=n):
-            start = {"type": "text", "text": ""}
-            deltas = [{"type": "text_delta", "text": p} for p in _split(text, n)]
+        case Text(text=text, pieces=n, cites=cites):
+            start = {"type": "text", "text": ""} | ({"citations": []} if cites else {})
+            deltas = [_citation_delta(c, results) for c in cites]
+            deltas += [{"type": "text_delta", "text": p} for p in _split(text, n)]
         case Thinking(thinking=thinking, signature=signature, pieces=n):
             start = {"type": "thinking", "thinking": ""}
             deltas = [{"type": "thinking_delta", "thinking": p} for p in _split(thinking, n)]
@@ -328,6 +346,33 @@ def _block_events(index: int, block: Block) -> list[SSEEvent]:
         ),
         ("content_block_stop", {"type": "content_block_stop", "index": index}),
     ]
+
+
+def _citation_delta(cite: Cite, results: list[JSONObject]) -> JSONObject:
+    result = results[cite.search_result_index]  # an IndexError: the test cited nothing sent
+    citation = {
+        "type": "search_result_location",
+        "cited_text": cite.cited_text,
+        "source": result["source"],
+        "title": result.get("title"),
+        "search_result_index": cite.search_result_index,
+        "start_block_index": 0,
+        "end_block_index": 1,
+    }
+    return {"type": "citations_delta", "citation": citation}
+
+
+def search_results(body: JSONObject) -> list[JSONObject]:
+    """The request's `search_result` blocks, in the order citations number them."""
+    found: list[JSONObject] = []
+    for message in body.get("messages", []):
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
+            inner = block.get("content") if block.get("type") == "tool_result" else [block]
+            for item in inner if isinstance(inner, list) else []:
+                if item.get("type") == "search_result":
+                    found.append(item)
+    return found
 
 
 def _split(text: str, pieces: int) -> list[str]:

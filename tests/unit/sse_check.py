@@ -12,9 +12,16 @@ import jsonschema_rs
 from adapters.bootstrap import in_memory_sessions
 from application.sessions import SessionService
 from domain.budgets import ThresholdCrossing
-from domain.conversation import ModelTurn, TextBlock, ThinkingBlock, ToolUseBlock, Usage
+from domain.conversation import (
+    ModelCitation,
+    ModelTurn,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    Usage,
+)
 from domain.events import SessionEvent
-from domain.values import Citation, PlanItem, SkillSpec, SourceSeen
+from domain.values import Citation, CitedSource, PlanItem, SkillSpec, SourceSeen
 from schemas import sse
 from schemas.export import SSE_SCHEMA
 
@@ -50,6 +57,7 @@ def one_of_each() -> list[SessionEvent]:
     app.start_run(sid, run, "worker-1")
     app.record_assistant_turn(sid, run, _turn(), latency_ms=12)
     _tools_and_memory(app, sid)
+    _cited_answer(app, sid, run)
     app.complete_run(sid, run)
     for end in ("fail", "stop"):
         run = uuid4()
@@ -72,6 +80,19 @@ def _turn() -> ModelTurn:
         ToolUseBlock("toolu_1", "search", {"query": "heat pumps", "nested": {"n": [1, None]}}),
     )
     return ModelTurn(blocks, "tool_use", Usage(10, 5, 3, 2), "claude-test")
+
+
+def _cited_answer(app: SessionService, sid: UUID, run: UUID) -> None:
+    """A result showing a source, and a turn citing it (and a marker naming none)."""
+    app.request_tool_call(sid, "toolu_3", "web_search", {"query": "a"})
+    app.record_tool_result(sid, "toolu_3", "success", "[1] A", sources=[1])
+    quoted = ModelCitation("https://example.org/a", "[1] A", "about a")
+    turn = ModelTurn(
+        (TextBlock("A works", (quoted,)), TextBlock(", and [9] too.")),
+        "end_turn", Usage(10, 5, 3, 2), "claude-test",
+    )  # fmt: skip
+    cited = [CitedSource(1, "https://example.org/a", "A", "about a")]
+    app.record_assistant_turn(sid, run, turn, 7, None, cited, [9])
 
 
 def _tools_and_memory(app: SessionService, sid: UUID) -> None:

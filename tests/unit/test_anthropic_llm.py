@@ -21,8 +21,10 @@ from application.ports import (
 )
 from domain.conversation import (
     Message,
+    ModelCitation,
     ModelRequest,
     ModelTurn,
+    SearchResultBlock,
     StreamItem,
     TextBlock,
     TextDelta,
@@ -34,6 +36,7 @@ from domain.conversation import (
     Usage,
 )
 from tests.fakes.anthropic_server import (
+    Cite,
     Cut,
     ErrorReply,
     FakeAnthropic,
@@ -214,6 +217,45 @@ async def test_tool_input_is_assembled_from_several_json_chunks(
             "content": "search engine down",
             "is_error": True,
         }
+    ]
+
+
+async def test_pages_go_as_citable_search_results_and_citations_come_back_as_data(
+    llm: AnthropicLLM, fake: FakeAnthropic
+) -> None:
+    pages = (
+        SearchResultBlock("https://a.example/1", "[1] Heat pumps", "Heat pumps move heat."),
+        SearchResultBlock("https://b.example/2", "[2] Cold", "They work at -20 C."),
+    )
+    use = ToolUseBlock("toolu_1", "web_search", {"query": "heat pumps"})
+    history = (
+        ask().messages[0],
+        Message("assistant", (use,)),
+        Message("user", (ToolResultBlock("toolu_1", "[1] ... [2] ...", results=pages),)),
+    )
+    fake.plan(
+        Turn((Text("They work in the cold", cites=(Cite(1, "They work at -20 C."),)),)),
+        Turn((Text("Fine."),)),
+    )
+
+    turn = finished(await collect(llm, ask(*history)))
+
+    (result,) = fake.bodies[0]["messages"][2]["content"]
+    assert result["tool_use_id"] == "toolu_1" and "is_error" not in result
+    assert result["content"][1] == {
+        "type": "search_result",
+        "source": "https://b.example/2",
+        "title": "[2] Cold",
+        "content": [{"type": "text", "text": "They work at -20 C."}],
+        "citations": {"enabled": True},
+    }
+    cited = ModelCitation("https://b.example/2", "[2] Cold", "They work at -20 C.")
+    assert turn.content == (TextBlock("They work in the cold", (cited,)),)
+
+    # Sent back on the next call, the turn is its text (citations are not input).
+    await collect(llm, ask(*history, Message("assistant", turn.content)))
+    assert fake.bodies[1]["messages"][3]["content"] == [
+        {"type": "text", "text": "They work in the cold"}
     ]
 
 

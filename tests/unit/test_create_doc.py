@@ -14,10 +14,12 @@ import pypdf
 
 from adapters.blobs.filesystem import FilesystemBlobStore
 from adapters.documents.pdf import ReportLabDocumentRenderer
+from adapters.http.sse import payloads
 from application.tools.base import AnyTool, Tool, ToolContext, ToolOutput
 from application.tools.create_doc import NO_SOURCE, CreateDoc, slug
 from domain.session import AgentSession as S
-from domain.values import SourceSeen, artifact_id_of
+from domain.values import RunArtifact, SourceSeen, artifact_id_of
+from schemas import sse
 from tests.fakes.engine import Engine, make_engine, scripted
 from tests.unit.test_replay_and_fork import call, replay_of
 
@@ -154,3 +156,25 @@ def test_file_names_come_from_the_title() -> None:
     assert slug("Light Laptops: 2026 edition!") == "light-laptops-2026-edition"
     assert slug("笔记本 电脑") == "笔记本-电脑"
     assert slug("???") == "report"
+
+
+async def test_the_runs_end_lists_the_artifacts_it_made_and_a_fork_lists_its_own(
+    tmp_path: Path,
+) -> None:
+    engine, sid = await report_session(tmp_path, "markdown")
+    artifact = created(engine, sid)
+    (end,) = engine.events(sid, "RunCompleted")
+    assert isinstance(end, S.RunCompleted)
+    made = RunArtifact(artifact_id_of(sid, artifact.originator_version), "report", artifact.name)
+    assert end.artifacts == [made]
+    (done,) = payloads(end)
+    assert isinstance(done, sse.Done)
+    assert done.artifacts == [sse.RunArtifact(made.artifact_id, "report", "light-laptops.md")]
+
+    child = await engine.bridge(engine.sessions.fork_session, sid, end.originator_version)
+    copied = list(engine.sessions.session_events(child.session_id))
+    (child_end,) = [e for e in copied if isinstance(e, S.RunCompleted)]
+    assert child_end.artifacts == [
+        RunArtifact(artifact_id_of(child.session_id, artifact.originator_version), "report",
+                    artifact.name)
+    ]  # fmt: skip

@@ -34,7 +34,11 @@ def test_every_event_class_maps_to_payloads_that_fit_the_schema() -> None:
         mapped = payloads(e)
         assert mapped, e
         stored = [p for p in mapped if sse.sse_id(p) is not None]
-        assert [sse.sse_id(p) for p in stored] == [e.originator_version], mapped
+        # One stored payload per event; a turn's citation notice follows its message
+        # under the same id (the message itself says which markers did not resolve).
+        notices = [p for p in stored[1:] if isinstance(p, sse.Notice) and p.kind == "citation"]
+        assert len(stored) == 1 + len(notices), mapped
+        assert {sse.sse_id(p) for p in stored} == {e.originator_version}, mapped
         for payload in mapped:
             checked(payload)
 
@@ -76,11 +80,26 @@ def test_a_stored_turn_is_a_message_and_never_content() -> None:
 
 def test_done_carries_the_runs_tokens_and_its_last_message() -> None:
     events = one_of_each()
-    turn = next(e for e in events if isinstance(e, S.AssistantTurnRecorded))
+    turn = [e for e in events if isinstance(e, S.AssistantTurnRecorded)][-1]
     done = next(p for e in events for p in payloads(e) if isinstance(p, sse.Done))
     assert done.status == "completed"
     assert done.message_id == str(turn.originator_version)
-    assert done.tokens_used == 10 + 5 + 3 + 2
+    assert done.tokens_used == 2 * (10 + 5 + 3 + 2)
+    assert [(a.kind, a.name) for a in done.artifacts or []] == [("report", "report.md")]
+
+
+def test_a_cited_turn_ends_with_its_citations_and_flags_what_names_no_source() -> None:
+    turn = [e for e in one_of_each() if isinstance(e, S.AssistantTurnRecorded)][-1]
+    content, message, notice = payloads(turn)
+    assert isinstance(content, sse.Content) and isinstance(message, sse.Message)
+    assert isinstance(notice, sse.Notice)
+    cited = {"index": 1, "url": "https://example.org/a", "title": "A",
+             "domain": "example.org", "snippet": "about a"}  # fmt: skip
+    assert checked(content) == {"type": "content", "content": "", "citations": [cited]}
+    # The model's own citation shows as its marker; the unknown [9] stays plain text.
+    assert message.content == "A works[1], and [9] too."
+    assert message.citations == content.citations
+    assert message.unresolved_citations == [9] and notice.markers == [9]
 
 
 def test_an_interrupted_call_is_cancelled_for_the_frontend() -> None:
@@ -88,4 +107,5 @@ def test_an_interrupted_call_is_cancelled_for_the_frontend() -> None:
     assert [(r.status, r.outcome) for r in results] == [
         ("success", "success"),
         ("cancelled", "interrupted"),
+        ("success", "success"),
     ]
