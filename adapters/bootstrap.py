@@ -233,7 +233,7 @@ def build_tools(settings: Settings) -> list[AnyTool]:
     skills = build_skills(settings)
     return [
         UpdatePlan(), RecordFinding(), NoteProgress(), WebSearchTool(search), ReadUrl(reader),
-        ReadSource(FilesystemBlobStore(settings.data_dir / "blobs")),
+        ReadSource(),
         ActivateSkill(skills), ReadSkillFile(skills), CreateDoc(ReportLabDocumentRenderer()),
     ]  # fmt: skip
 

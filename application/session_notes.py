@@ -7,7 +7,7 @@ import hashlib
 
 from application.ports import BlobStore
 from application.run_state import RunState
-from domain.sources import NumberedSource, numbered_sources
+from domain.sources import NumberedSource
 from domain.values import ArtifactKind, ArtifactRef, Citation, PlanItem, SkillSpec, artifact_id_of
 
 
@@ -39,7 +39,10 @@ class SessionNotesOfRun:
         await s.record(s.sessions.activate_skill, s.session_id, skill, 1.0, "tool")
 
     async def sources(self) -> dict[int, NumberedSource]:
-        return numbered_sources(self._state.log)
+        return dict(self._state.ledger.sources)
+
+    async def stored_text(self, blob_ref: str) -> bytes:
+        return await self._blobs.get(blob_ref)
 
     async def create_artifact(
         self, kind: ArtifactKind, name: str, data: bytes, media_type: str

@@ -33,6 +33,11 @@ class SessionNotes(Protocol):
         """The session's sources so far, by number."""
         ...
 
+    async def stored_text(self, blob_ref: str) -> bytes:
+        """What the session keeps under `blob_ref` (a read source's full text);
+        `BlobNotFound` when it is gone."""
+        ...
+
     async def active_skill(self) -> str | None:
         """The name of the skill active in the session, if any."""
         ...

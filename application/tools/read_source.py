@@ -16,7 +16,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from application.ports import BlobNotFound, BlobStore, ToolExecutionError
+from application.ports import BlobNotFound, ToolExecutionError
 from application.tools.base import Tool, ToolContext, source_marker
 from domain.policies import SUMMARY_LIMIT
 from domain.sources import NumberedSource
@@ -61,12 +61,9 @@ class ReadSource(Tool[ReadSourceArgs]):
     )
     Args = ReadSourceArgs
 
-    def __init__(self, blobs: BlobStore) -> None:
-        self._blobs = blobs
-
     async def run(self, args: ReadSourceArgs, context: ToolContext) -> str:
         source = _find(await context.notes.sources(), args.source)
-        text = await self._text(source)
+        text = await _text(source, context)
         if args.offset > 0 and args.offset >= len(text):
             raise ReadSourceError(
                 "OFFSET_PAST_END",
@@ -77,23 +74,24 @@ class ReadSource(Tool[ReadSourceArgs]):
         part = text[args.offset : end].replace(source_marker(0), f"[{source.number}]")
         return f"{_header(source, args.offset, end, len(text))}\n\n{part}"
 
-    async def _text(self, source: NumberedSource) -> str:
-        if source.blob_ref is None:
-            raise ReadSourceError(
-                "SOURCE_NOT_READ",
-                f"source [{source.number}] ({source.url}) was only seen in search results: "
-                f"its snippet is all there is ({source.snippet[:300]!r}). Read the page with "
-                "read_url first; it keeps its number.",
-            )
-        try:
-            data = await self._blobs.get(source.blob_ref)
-        except (BlobNotFound, ValueError):
-            raise ReadSourceError(
-                "SOURCE_TEXT_MISSING",
-                f"the stored text of source [{source.number}] is missing from the blob store "
-                f"(blob {source.blob_ref}): read {source.url} again with read_url",
-            ) from None
-        return data.decode("utf-8", errors="replace")
+
+async def _text(source: NumberedSource, context: ToolContext) -> str:
+    if source.blob_ref is None:
+        raise ReadSourceError(
+            "SOURCE_NOT_READ",
+            f"source [{source.number}] ({source.url}) was only seen in search results: "
+            f"its snippet is all there is ({source.snippet[:300]!r}). Read the page with "
+            "read_url first; it keeps its number.",
+        )
+    try:
+        data = await context.notes.stored_text(source.blob_ref)
+    except (BlobNotFound, ValueError):
+        raise ReadSourceError(
+            "SOURCE_TEXT_MISSING",
+            f"the stored text of source [{source.number}] is missing from the blob store "
+            f"(blob {source.blob_ref}): read {source.url} again with read_url",
+        ) from None
+    return data.decode("utf-8", errors="replace")
 
 
 def _find(sources: dict[int, NumberedSource], number: int) -> NumberedSource:
