@@ -68,7 +68,13 @@ def _details(e: SessionEvent) -> str:
         case S.AssistantTurnRecorded(content=content):
             kinds = "+".join(b["type"] for b in content)
             tokens = f"in={e.input_tokens} out={e.output_tokens} cache_read={e.cache_read_tokens}"
-            return f"[{kinds}] {tokens}"
+            cites = "".join(f"[{c.number}]" for c in e.citations)
+            flagged = "".join(f"[{n}]" for n in e.unknown_markers)
+            return (
+                f"[{kinds}] {tokens}"
+                + (f" cites {cites}" if cites else "")
+                + (f" no source for {flagged}" if flagged else "")
+            )
         case S.ToolCallRequested(tool=tool, args=args):
             return f"{tool} {_short(str(args), 60)}"
         case S.ToolResultRecorded(status=status, summary=summary):
@@ -78,7 +84,8 @@ def _details(e: SessionEvent) -> str:
         case S.FindingRecorded(text=text) | S.ProgressNoted(text=text):
             return _short(text, 70)
         case S.RunCompleted(reason=reason) | S.RunStopped(reason=reason):
-            return f"reason={reason} tokens={e.tokens_used}"
+            made = ", ".join(a.name for a in e.artifacts)
+            return f"reason={reason} tokens={e.tokens_used}" + (f" made {made}" if made else "")
         case S.RunFailed(reason=reason, error_code=code):
             return f"{code}: {_short(reason, 60)}"
         case S.SourceRecorded(number=number, title=title, url=url, via=via):
@@ -142,6 +149,7 @@ async def _report(container: Container, engine: Engine, session_id: UUID) -> boo
             await _print_artifact(engine, session_id, e)
     await _print_usage(container, session_id)
     print(f"\n== answer ==\n{textwrap.indent(final_answer(events) or '(none)', '  ')}")
+    print_citations(events)
     report = await replay_events(engine, events)
     print_replay(report)
     return report.identical
@@ -199,6 +207,18 @@ async def _print_usage(container: Container, session_id: UUID) -> None:
             f"({row.message_count} messages, {row.tool_call_count} tool calls, "
             f"{row.failure_count} failures)"
         )
+
+
+def print_citations(events: Sequence[SessionEvent]) -> None:
+    """What the answer cites, as the session's sources resolved it when it was recorded."""
+    turns = [e for e in events if isinstance(e, S.AssistantTurnRecorded)]
+    if not turns or not (turns[-1].citations or turns[-1].unknown_markers):
+        return
+    print("\n== citations of the answer ==")
+    for c in turns[-1].citations:
+        print(f"  [{c.number}] {c.title} - {c.url}")
+    for n in turns[-1].unknown_markers:
+        print(f"  [{n}] names no source of this session: shown as text, not as a link")
 
 
 def final_answer(events: Sequence[SessionEvent]) -> str:

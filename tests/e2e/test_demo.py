@@ -76,6 +76,11 @@ def test_the_demo_runs_a_research_session_shows_it_and_its_replay_matches(
     answer = section(out, "answer")
     assert answer.startswith("  Yes: modern cold-climate heat pumps work in cold climates.")
     assert re.findall(r"\[(\d)\]", answer) == ["1", "2", "6", "7"]
+    cited = re.findall(r"^  \[(\d)\] (.+) - (\S+)$", section(out, "citations of the answer"), re.M)
+    by_number = {int(n): (title, url) for n, title, _, url in sources}
+    assert [int(n) for n, *_ in cited] == [1, 2, 6, 7]
+    assert all(by_number[int(n)] == (title, url) for n, title, url in cited)
+    assert re.search(r"RunCompleted +reason=end_turn tokens=\d+ made [\w-]+\.md", out)
     assert re.search(r"\d+ events reproduced identically", out)
 
     session_id = re.search(r"^session ([0-9a-f-]{36})$", out, re.MULTILINE)
