@@ -205,7 +205,11 @@ class ToolCalls:
     ) -> Performed:
         """Run the call with its timeout; every failure becomes an error result."""
         tool, args = self.tools.parse(name, raw_args)
-        context = ToolContext(state.session_id, tool_use_id, SessionNotesOfRun(state, self.blobs))
+        notes = SessionNotesOfRun(state, self.blobs)
+        ledger = state.ledger
+        context = ToolContext(
+            state.session_id, tool_use_id, notes, ledger.workspace_id, ledger.owner_id
+        )
         started = time.perf_counter()
         try:
             output = await asyncio.wait_for(tool.run(args, context), timeout=tool.timeout)

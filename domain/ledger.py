@@ -24,6 +24,8 @@ class Ledger:
     """Indexes over one session's events; `apply` each event once, in order."""
 
     settings: SessionSettings = field(default_factory=SessionSettings)
+    workspace_id: UUID | None = None  # the session's workspace, once its start is applied
+    owner_id: UUID | None = None
     tools_by_use: dict[str, str] = field(default_factory=dict)
     requested: dict[str, S.ToolCallRequested] = field(default_factory=dict)
     results: dict[str, S.ToolResultRecorded] = field(default_factory=dict)
@@ -50,8 +52,8 @@ class Ledger:
 
     def apply(self, e: SessionEvent) -> None:
         match e:
-            case S.SessionStarted(settings=settings):
-                self.settings = settings
+            case S.SessionStarted(settings=settings, workspace_id=workspace, owner_id=owner):
+                self.settings, self.workspace_id, self.owner_id = settings, workspace, owner
             case S.RunStarted(run_id=run_id):
                 self.started_runs.add(run_id)
             case S.AssistantTurnRecorded():

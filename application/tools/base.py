@@ -60,6 +60,8 @@ class ToolContext:
     session_id: UUID
     tool_use_id: str
     notes: SessionNotes
+    workspace_id: UUID | None = None  # the session's workspace (its files live there)
+    owner_id: UUID | None = None  # whom the session works for
 
 
 @dataclass(frozen=True)
