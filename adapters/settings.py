@@ -102,6 +102,27 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "0.3",
         "the least cosine similarity for a skill to be picked by meaning rather than keywords",
     ),
+    "TOKENDANCE_SANDBOX": (
+        "bubblewrap",
+        "where code_execute runs: `bubblewrap` (Debian's bubblewrap package) or `docker` "
+        "(a Docker-API engine and the image built from sandbox/)",
+    ),
+    "TOKENDANCE_SANDBOX_TIMEOUT": ("30", "seconds of wall-clock time a sandboxed run gets"),
+    "TOKENDANCE_SANDBOX_MAX_TIMEOUT": (
+        "300",
+        "the most seconds a code_execute call may ask for",
+    ),
+    "TOKENDANCE_SANDBOX_MEMORY_MB": ("512", "memory (address space) of a sandboxed run, MiB"),
+    "TOKENDANCE_SANDBOX_PROCESSES": ("64", "processes a sandboxed run may have at once"),
+    "TOKENDANCE_SANDBOX_ALLOW_DOMAINS": (
+        "",
+        "domains sandboxed code may reach through the filtering proxy, comma-separated "
+        "(`*.example.com` for subdomains); none: no network",
+    ),
+    "TOKENDANCE_SANDBOX_IMAGE": (
+        "tokendance-sandbox:latest",
+        "the image the docker sandbox runs (built by sandbox/build_image.sh)",
+    ),
     "TOKENDANCE_ALERT_WEBHOOK": ("", "URL budget alerts are POSTed to as JSON (none: not sent)"),
     "TOKENDANCE_ALERT_WEBHOOK_SECRET": (
         "",
@@ -149,6 +170,13 @@ class Settings:
     skills_dir: Path | None = None
     embedder: str = _default("TOKENDANCE_EMBEDDER")
     skill_match_threshold: float = float(_default("TOKENDANCE_SKILL_MATCH_THRESHOLD"))
+    sandbox: str = _default("TOKENDANCE_SANDBOX")
+    sandbox_timeout: int = int(_default("TOKENDANCE_SANDBOX_TIMEOUT"))
+    sandbox_max_timeout: int = int(_default("TOKENDANCE_SANDBOX_MAX_TIMEOUT"))
+    sandbox_memory_mb: int = int(_default("TOKENDANCE_SANDBOX_MEMORY_MB"))
+    sandbox_processes: int = int(_default("TOKENDANCE_SANDBOX_PROCESSES"))
+    sandbox_allow_domains: tuple[str, ...] = ()
+    sandbox_image: str = _default("TOKENDANCE_SANDBOX_IMAGE")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -196,10 +224,27 @@ class Settings:
             skills_dir=Path(env["TOKENDANCE_SKILLS_DIR"])
             if env.get("TOKENDANCE_SKILLS_DIR")
             else None,
-            embedder=_embedder(get("TOKENDANCE_EMBEDDER")),
+            embedder=_choice(get("TOKENDANCE_EMBEDDER"), "TOKENDANCE_EMBEDDER", EMBEDDERS),
             skill_match_threshold=_fraction(
                 get("TOKENDANCE_SKILL_MATCH_THRESHOLD"), "TOKENDANCE_SKILL_MATCH_THRESHOLD"
             ),
+            sandbox=_choice(get("TOKENDANCE_SANDBOX"), "TOKENDANCE_SANDBOX", SANDBOXES),
+            sandbox_timeout=_limit(get("TOKENDANCE_SANDBOX_TIMEOUT"), "TOKENDANCE_SANDBOX_TIMEOUT"),
+            sandbox_max_timeout=_limit(
+                get("TOKENDANCE_SANDBOX_MAX_TIMEOUT"), "TOKENDANCE_SANDBOX_MAX_TIMEOUT"
+            ),
+            sandbox_memory_mb=_limit(
+                get("TOKENDANCE_SANDBOX_MEMORY_MB"), "TOKENDANCE_SANDBOX_MEMORY_MB"
+            ),
+            sandbox_processes=_limit(
+                get("TOKENDANCE_SANDBOX_PROCESSES"), "TOKENDANCE_SANDBOX_PROCESSES"
+            ),
+            sandbox_allow_domains=tuple(
+                d.strip().lower()
+                for d in env.get("TOKENDANCE_SANDBOX_ALLOW_DOMAINS", "").split(",")
+                if d.strip()
+            ),
+            sandbox_image=get("TOKENDANCE_SANDBOX_IMAGE"),
         )
 
     def override(self, **changes: object) -> Settings:
@@ -230,6 +275,16 @@ class Settings:
         return self.db_pool_size + self.db_max_overflow
 
 
+SANDBOXES = ("bubblewrap", "docker")
+EMBEDDERS = ("wordllama", "hashing")
+
+
+def _choice(value: str, name: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise SystemExit(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+    return value
+
+
 def _int(value: str, name: str) -> int:
     try:
         return int(value)
@@ -249,12 +304,6 @@ def _webhook_secret(env: Mapping[str, str]) -> str | None:
 
 def _optional_path(value: str | None) -> Path | None:
     return Path(value) if value else None
-
-
-def _embedder(value: str) -> str:
-    if value not in ("wordllama", "hashing"):
-        raise SystemExit(f"TOKENDANCE_EMBEDDER must be wordllama or hashing, not {value!r}")
-    return value
 
 
 def _fraction(value: str, name: str) -> float:

@@ -155,6 +155,10 @@ class ReplayToolCalls(ToolCalls):
     ) -> None:
         super().__init__(tools, blobs)
         self.results = {e.tool_use_id: e for e in stored if isinstance(e, S.ToolResultRecorded)}
+        self.artifacts: dict[str, list[S.ArtifactCreated]] = {}  # by the call that made them
+        for e in stored:
+            if isinstance(e, S.ArtifactCreated) and e.tool_use_id is not None:
+                self.artifacts.setdefault(e.tool_use_id, []).append(e)
         self.sources: dict[str, list[SourceSeen]] = {}  # by the call that recorded them
         self.first_seen: dict[int, SourceSeen] = {}  # by number
         for e in stored:
@@ -171,6 +175,12 @@ class ReplayToolCalls(ToolCalls):
         recorded = self.results.get(tool_use_id)
         if recorded is None:
             raise _Exhausted(f"no recorded result for tool call {tool_use_id}")
+        for made in self.artifacts.get(tool_use_id, ()):  # what the call made, as it did
+            await state.record(
+                state.sessions.record_artifact, state.session_id, made.kind, made.name,
+                made.blob_ref, size=made.size, sha256=made.sha256, media_type=made.media_type,
+                tool_use_id=tool_use_id,
+            )  # fmt: skip
         # An error goes through the same path as a live failure: strikes count again.
         return Performed(
             recorded.status, recorded.summary, recorded.blob_ref, recorded.error,

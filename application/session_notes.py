@@ -14,9 +14,10 @@ from domain.values import ArtifactKind, ArtifactRef, Citation, PlanItem, SkillSp
 class SessionNotesOfRun:
     """`SessionNotes` bound to a run: what built-in tools write lands in the log."""
 
-    def __init__(self, state: RunState, blobs: BlobStore) -> None:
+    def __init__(self, state: RunState, blobs: BlobStore, tool_use_id: str | None = None) -> None:
         self._state = state
         self._blobs = blobs
+        self._tool_use_id = tool_use_id  # the call these notes are for
 
     async def update_plan(self, items: list[PlanItem]) -> None:
         s = self._state
@@ -44,6 +45,9 @@ class SessionNotesOfRun:
     async def stored_text(self, blob_ref: str) -> bytes:
         return await self._blobs.get(blob_ref)
 
+    async def keep(self, data: bytes, media_type: str) -> str:
+        return await self._blobs.put(data, content_type=media_type)
+
     async def create_artifact(
         self, kind: ArtifactKind, name: str, data: bytes, media_type: str
     ) -> ArtifactRef:
@@ -52,7 +56,7 @@ class SessionNotesOfRun:
         sha256 = hashlib.sha256(data).hexdigest()
         receipt = await s.record(
             s.sessions.record_artifact, s.session_id, kind, name, blob_ref,
-            size=len(data), sha256=sha256, media_type=media_type,
+            size=len(data), sha256=sha256, media_type=media_type, tool_use_id=self._tool_use_id,
         )  # fmt: skip
         return ArtifactRef(
             artifact_id_of(s.session_id, receipt.version), blob_ref, len(data), sha256

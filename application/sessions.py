@@ -280,9 +280,13 @@ class SessionService(Application[UUID]):
         size: int,
         sha256: str,
         media_type: str,
+        tool_use_id: str | None = None,
     ) -> Receipt:
         return self._change(
-            session_id, lambda s: s.record_artifact(kind, name, blob_ref, size, sha256, media_type)
+            session_id,
+            lambda s: s.record_artifact(
+                kind, name, blob_ref, size, sha256, media_type, tool_use_id
+            ),
         )
 
     def activate_skill(

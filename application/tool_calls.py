@@ -205,7 +205,7 @@ class ToolCalls:
     ) -> Performed:
         """Run the call with its timeout; every failure becomes an error result."""
         tool, args = self.tools.parse(name, raw_args)
-        notes = SessionNotesOfRun(state, self.blobs)
+        notes = SessionNotesOfRun(state, self.blobs, tool_use_id)
         ledger = state.ledger
         context = ToolContext(
             state.session_id, tool_use_id, notes, ledger.workspace_id, ledger.owner_id

@@ -300,6 +300,13 @@ class AgentSession(Aggregate):
         size: int
         sha256: str
         media_type: str
+        tool_use_id: str | None  # the tool call that made it (None: stored before v2)
+
+        class_version = 2
+
+        @staticmethod
+        def upcast_v1_v2(state: State) -> None:
+            state.setdefault("tool_use_id", None)
 
     class RunRequested(Aggregate.Event):
         run_id: UUID
@@ -593,16 +600,30 @@ class AgentSession(Aggregate):
         pass
 
     def record_artifact(
-        self, kind: ArtifactKind, name: str, blob_ref: str, size: int, sha256: str, media_type: str
+        self,
+        kind: ArtifactKind,
+        name: str,
+        blob_ref: str,
+        size: int,
+        sha256: str,
+        media_type: str,
+        tool_use_id: str | None = None,
     ) -> None:
         self._check_open()
         if not name.strip():
             raise InvalidCommand("an artifact needs a name")
-        self._artifact_created(kind, name.strip(), blob_ref, size, sha256, media_type)
+        self._artifact_created(kind, name.strip(), blob_ref, size, sha256, media_type, tool_use_id)
 
     @event(ArtifactCreated)
     def _artifact_created(
-        self, kind: ArtifactKind, name: str, blob_ref: str, size: int, sha256: str, media_type: str
+        self,
+        kind: ArtifactKind,
+        name: str,
+        blob_ref: str,
+        size: int,
+        sha256: str,
+        media_type: str,
+        tool_use_id: str | None,
     ) -> None:
         if self.active_run is not None:  # apply() runs before the version moves
             self.run_artifacts.append(

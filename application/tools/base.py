@@ -33,6 +33,10 @@ class SessionNotes(Protocol):
         """The session's sources so far, by number."""
         ...
 
+    async def keep(self, data: bytes, media_type: str) -> str:
+        """Keep `data` in the blob store (not an artifact); its blob ref."""
+        ...
+
     async def stored_text(self, blob_ref: str) -> bytes:
         """What the session keeps under `blob_ref` (a read source's full text);
         `BlobNotFound` when it is gone."""
