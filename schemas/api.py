@@ -9,7 +9,7 @@ from uuid import UUID
 import msgspec
 from msgspec import Meta
 
-from schemas.sse import Citation, ToolUse
+from schemas.sse import Citation, JsonValue, ToolUse
 
 # Some visible character, and no NUL (Postgres text cannot hold it).
 VISIBLE = r"^[^\x00]*\S[^\x00]*$"
@@ -269,6 +269,8 @@ class ToolExecuteBody(msgspec.Struct, forbid_unknown_fields=True):
 class ToolExecuteOut(msgspec.Struct):
     tool_call_id: str
     status: str
-    result: str | None = None
+    # The tool's output: text, or an object for tools whose output is JSON (code_execute:
+    # stdout, stderr, exit_code, duration_ms, files).
+    result: str | dict[str, JsonValue] | None = None
     error: str | None = None
     action_id: str | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 from litestar import Controller, Response, get, post
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
@@ -36,18 +37,29 @@ class ToolController(Controller):
         tools: ToolRegistry, manual: ManualTools,
     ) -> Response[ToolExecuteOut]:  # fmt: skip
         """Run a tool in a session by hand; 202 with an action id if it needs approval first."""
-        _tool(tools, name)
+        tool = _tool(tools, name)
         await access.session(request.user, data.session_id, write=True)
         outcome = await manual.execute(data.session_id, name, data.args)
         status = HTTP_202_ACCEPTED if outcome.status == "confirm_required" else HTTP_200_OK
         body = ToolExecuteOut(
             tool_call_id=outcome.tool_use_id,
             status=outcome.status,
-            result=outcome.result,
+            result=_output(outcome.result, json_output=tool.json_output),
             error=outcome.error,
             action_id=outcome.action_id,
         )
         return Response(body, status_code=status)
+
+
+def _output(result: str | None, *, json_output: bool) -> str | dict[str, object] | None:
+    """A JSON tool's output as the object it is (its text if it is not one after all)."""
+    if result is None or not json_output:
+        return result
+    try:
+        decoded = msgspec.json.decode(result)
+    except msgspec.DecodeError:
+        return result
+    return decoded if isinstance(decoded, dict) else result
 
 
 def _tool(tools: ToolRegistry, name: str) -> AnyTool:

@@ -96,6 +96,8 @@ class Tool(ABC, Generic[A]):
     # (any other tool answers a replay with its recorded result).
     replayable: ClassVar[bool] = False
     timeout: ClassVar[float] = 60.0
+    # True when its output is a JSON object (the API then answers it as one).
+    json_output: ClassVar[bool] = False
 
     @abstractmethod
     async def run(self, args: A, context: ToolContext) -> str | ToolOutput:

@@ -93,6 +93,7 @@ class CodeExecute(Tool[CodeExecuteArgs]):
     )
     Args = CodeExecuteArgs
     risky = True  # it runs code: asks for approval under the default policy
+    json_output = True
     timeout = 15 * 60.0  # the sandbox's own wall-clock kill comes first
 
     def __init__(
