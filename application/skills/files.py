@@ -37,6 +37,32 @@ def read_file(skill: Skill, relative_path: str) -> str:
         raise SkillFileError(f"{relative_path} is not a UTF-8 text file") from None
 
 
+def folder_files(
+    skill: Skill, relative_path: str, limit: int = 16 * MAX_FILE_BYTES
+) -> dict[str, bytes]:
+    """Every file under a folder of the skill (its `scripts/`, say), by its path inside
+    the skill; symlinks and hidden files left out; `limit` bytes in all at most."""
+    root = _confined(skill, relative_path)
+    if not root.is_dir():
+        raise SkillFileError(f"skill {skill.name} has no folder {relative_path}")
+    base = skill.folder.resolve()
+    found: dict[str, bytes] = {}
+    total = 0
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(base)
+        if (
+            path.is_symlink()
+            or not path.is_file()
+            or any(part.startswith((".", "__")) for part in rel.parts)
+        ):
+            continue
+        total += path.stat().st_size
+        if total > limit:
+            raise SkillFileError(f"{relative_path} holds over {limit} bytes: too much to run")
+        found[rel.as_posix()] = path.read_bytes()
+    return found
+
+
 def _confined(skill: Skill, relative_path: str) -> Path:
     raw = relative_path.strip()
     if not raw:

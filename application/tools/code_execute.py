@@ -31,6 +31,7 @@ from application.ports import (
 from application.tools.base import Tool, ToolContext
 from domain.values import ArtifactKind
 
+MAX_FILES_SHOWN = 30
 OUTPUT_SHOWN = 1200  # characters of stdout and of stderr the result shows (head and tail)
 MAX_INPUT_BYTES = 256 * 1024 * 1024  # the workspace's files copied into one run, at most
 ARTIFACT_SUFFIXES: Mapping[str, ArtifactKind] = {
@@ -127,16 +128,9 @@ class CodeExecute(Tool[CodeExecuteArgs]):
             )
         )
         written = await self._keep_files(result.files, context)
-        report = await _report(result, written, context)
+        report = await output_report(result, context, written)
         if result.limit is not None:
-            said = LIMITS_SAID[result.limit].format(
-                wall=limits.wall_seconds, cpu=limits.cpu_seconds,
-                memory=limits.memory_bytes // 2**20, processes=limits.processes,
-                file=limits.file_bytes // 2**20, output=limits.output_bytes // 1024,
-            )  # fmt: skip
-            raise CodeExecuteError(
-                "LIMIT_REACHED", f"the code was stopped: it reached {said}\n{report}"
-            )
+            raise limit_reached(result.limit, limits, report)
         return report
 
     def _limits(self, timeout: int | None) -> SandboxLimits:
@@ -201,11 +195,21 @@ def _check_syntax(code: str) -> None:
         raise CodeExecuteError("SYNTAX_ERROR", f"the code does not parse: {e}") from None
 
 
-async def _report(
-    result: SandboxResult, files: list[dict[str, object]], context: ToolContext
+def limit_reached(limit: SandboxLimit, limits: SandboxLimits, report: str) -> CodeExecuteError:
+    """The kept failure of a run a limit stopped: which limit, and what it printed."""
+    said = LIMITS_SAID[limit].format(
+        wall=limits.wall_seconds, cpu=limits.cpu_seconds, memory=limits.memory_bytes // 2**20,
+        processes=limits.processes, file=limits.file_bytes // 2**20,
+        output=limits.output_bytes // 1024,
+    )  # fmt: skip
+    return CodeExecuteError("LIMIT_REACHED", f"the code was stopped: it reached {said}\n{report}")
+
+
+async def output_report(
+    result: SandboxResult, context: ToolContext, files: list[dict[str, object]] | None = None
 ) -> str:
     """The result as JSON: whole output when short, else head and tail with the whole
-    kept in the blob store."""
+    kept in the blob store; the files written, when they are kept."""
     shown: dict[str, object] = {"exit_code": result.exit_code, "duration_ms": result.duration_ms}
     for name, text, truncated in (
         ("stdout", result.stdout, result.stdout_truncated),
@@ -216,7 +220,10 @@ async def _report(
             shown[f"{name}_blob"] = await context.notes.keep(text.encode(), "text/plain")
         if truncated:
             shown[f"{name}_truncated"] = True
-    shown["files"] = files
+    if files is not None:
+        shown["files"] = files[:MAX_FILES_SHOWN]
+        if len(files) > MAX_FILES_SHOWN:
+            shown["files_not_shown"] = len(files) - MAX_FILES_SHOWN
     return json.dumps(shown, ensure_ascii=False)
 
 
