@@ -26,6 +26,7 @@ from domain.accounts import (
     check_role,
 )
 from domain.budgets import Budget
+from domain.workspace_files import WorkspaceFolder
 from projections.view import Event, View
 
 TABLES = (
@@ -146,6 +147,13 @@ class AccountsView(View):
                 | Budget.ThresholdCrossed()
             ):
                 pass  # budgets have a read model of their own
+            case (
+                WorkspaceFolder.FolderCreated()
+                | WorkspaceFolder.FileUploaded()
+                | WorkspaceFolder.FileWritten()
+                | WorkspaceFolder.FileDeleted()
+            ):
+                pass  # so have workspace files
             case _:
                 assert_never(event)
 

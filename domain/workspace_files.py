@@ -1,0 +1,353 @@
+"""The files of a workspace: uploaded by its users, written by the agent, deleted.
+
+Each change is an event of one `WorkspaceFolder` aggregate per workspace, whose id is
+derived from the workspace's (`folder_id`), so the list of files is a read model and
+the log says who wrote what: a user (`FileUploaded`, and `FileDeleted` with a user
+id) or the agent of a session (`FileWritten`, and `FileDeleted` with a session id).
+An event holds a file's path, the sha256 of its bytes (the bytes are in the blob
+store, content-addressed), its size and media type; never the bytes.
+
+A file keeps its id while its path is written again (its `version` counts the
+writes); a path deleted and written again is a new file. Paths are relative,
+normalized, and stay inside the workspace (`check_path`); a path cannot be both a
+file and a folder of other files, so the files can always be laid out on a disk.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, replace
+from uuid import UUID, uuid5
+
+from eventsourcing.domain import Aggregate, event
+
+from domain.errors import Conflict, DomainError, InvalidCommand, NotFound
+
+MAX_PATH_BYTES = 1024  # UTF-8 bytes of a whole path
+MAX_NAME_BYTES = 255  # of one segment: what Linux filesystems allow
+MAX_DEPTH = 32  # folders deep
+MAX_FILES = 10_000  # files of one workspace at a time
+MAX_MEDIA_TYPE = 255
+DEFAULT_MEDIA_TYPE = "application/octet-stream"
+
+# Fixed forever: the id of every workspace's folder is derived from it.
+_FILES = UUID("6f1d2c84-93a7-4b5e-8c0f-2e7a9d4b1c35")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_DRIVE = re.compile(r"[A-Za-z]:")
+_MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*(;[ -~]*)?")
+# Unicode categories no file name holds: controls, format characters (bidi overrides
+# that make `txt.exe` read as `exe.txt`), surrogates, private use, unassigned, and
+# line or paragraph separators.
+_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+def folder_id(workspace_id: UUID) -> UUID:
+    """The id of the aggregate that holds the workspace's files (its folder)."""
+    return uuid5(_FILES, str(workspace_id))
+
+
+class InvalidPath(DomainError):
+    """A path that is not a relative path inside the workspace (HTTP 400)."""
+
+    code = "VALIDATION_ERROR"
+    http_status = 400
+
+
+class FileNotFound(NotFound):
+    """No such file in the workspace (another workspace's files are not found either)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"no file {what} in this workspace")
+
+
+class PathConflict(Conflict):
+    """A path that is a folder of other files, or lies inside a file."""
+
+    code = "PATH_CONFLICT"
+
+
+class TooManyFiles(InvalidCommand):
+    code = "TOO_MANY_FILES"
+
+
+class FileTooLarge(DomainError):
+    """More bytes than a workspace file may have (HTTP 413)."""
+
+    code = "PAYLOAD_TOO_LARGE"
+    http_status = 413
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"the file has {size} bytes; a workspace file may have at most {limit}")
+        self.size = size
+        self.limit = limit
+
+
+def check_path(path: str) -> str:
+    """The path, normalized (NFC, no `.` or empty segments), or `InvalidPath` saying why.
+
+    Relative, inside the workspace: no `..`, no leading `/`, no drive letter, no
+    backslash; no NUL or other control or invisible characters; at most
+    `MAX_NAME_BYTES` per name, `MAX_DEPTH` names and `MAX_PATH_BYTES` in all.
+    """
+    if not isinstance(path, str):
+        raise InvalidPath("a path must be text")
+    if "\x00" in path:
+        raise InvalidPath("a path may not contain NUL characters")
+    text = unicodedata.normalize("NFC", path.strip())
+    shown = _shown(text)
+    if not text:
+        raise InvalidPath("the path is empty: give a file name such as notes.md")
+    if text.startswith("/") or _DRIVE.match(text):
+        raise InvalidPath(f"{shown} is absolute: give a path relative to the workspace")
+    if "\\" in text:
+        raise InvalidPath(f"{shown} has a backslash: separate folders with '/'")
+    if text.endswith("/"):
+        raise InvalidPath(f"{shown} names a folder: give a file name (folders come with files)")
+    names = [name for name in text.split("/") if name not in ("", ".")]
+    if ".." in names:
+        raise InvalidPath(f"{shown} goes up with '..': paths stay inside the workspace")
+    if not names:
+        raise InvalidPath(f"{shown} names no file: give a file name such as notes.md")
+    for name in names:
+        _check_name(name, shown)
+    if len(names) > MAX_DEPTH:
+        raise InvalidPath(f"{shown} is more than {MAX_DEPTH} folders deep")
+    normal = "/".join(names)
+    if len(normal.encode()) > MAX_PATH_BYTES:
+        raise InvalidPath(f"the path has more than {MAX_PATH_BYTES} bytes (UTF-8)")
+    return normal
+
+
+def _check_name(name: str, shown: str) -> None:
+    for char in name:
+        if unicodedata.category(char) in _FORBIDDEN_CATEGORIES:
+            raise InvalidPath(
+                f"{shown} holds U+{ord(char):04X}, a control or invisible character: "
+                "use printable characters"
+            )
+    if not name.strip():
+        raise InvalidPath(f"{shown} has a name of blanks only")
+    if len(name.encode()) > MAX_NAME_BYTES:
+        raise InvalidPath(f"a name in the path has more than {MAX_NAME_BYTES} bytes (UTF-8)")
+
+
+def _shown(text: str) -> str:
+    """The path for a message: quoted, escaped, and short."""
+    return repr(text if len(text) <= 200 else text[:197] + "...")
+
+
+def check_media_type(media_type: str | None) -> str | None:
+    """The media type, lower case, if it is one (`type/subtype`, parameters allowed)."""
+    if not media_type:
+        return None
+    value = media_type.strip().lower()
+    if len(value) > MAX_MEDIA_TYPE or not _MEDIA_TYPE.fullmatch(value):
+        return None
+    return value
+
+
+@dataclass(frozen=True)
+class ByUser:
+    """A user of the workspace did it (through the API)."""
+
+    user_id: UUID
+
+
+@dataclass(frozen=True)
+class ByAgent:
+    """The agent of a session did it (with a tool)."""
+
+    session_id: UUID
+
+
+Author = ByUser | ByAgent
+
+
+@dataclass(frozen=True)
+class WorkspaceFile:
+    """A file as it is now: where, which bytes, and who made and last changed it."""
+
+    file_id: UUID
+    path: str
+    blob_ref: str  # the sha256 of its bytes
+    size: int
+    media_type: str
+    version: int  # 1 when made; each later write adds one
+    created_by: Author
+    updated_by: Author
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+class WorkspaceFolder(Aggregate):
+    """The files of one workspace, by path: what its agents' work directory holds."""
+
+    class FolderCreated(Aggregate.Created):
+        workspace_id: UUID
+
+    class FileUploaded(Aggregate.Event):
+        file_id: UUID
+        path: str
+        blob_ref: str
+        size: int
+        media_type: str
+        user_id: UUID
+
+    class FileWritten(Aggregate.Event):
+        file_id: UUID
+        path: str
+        blob_ref: str
+        size: int
+        media_type: str
+        session_id: UUID
+
+    class FileDeleted(Aggregate.Event):
+        file_id: UUID
+        path: str
+        user_id: UUID | None  # exactly one of the two is set
+        session_id: UUID | None
+
+    @event(FolderCreated)
+    def __init__(self, workspace_id: UUID) -> None:
+        self.workspace_id = workspace_id
+        self.files: dict[str, WorkspaceFile] = {}  # by path
+
+    @classmethod
+    def create(cls, workspace_id: UUID) -> WorkspaceFolder:
+        return cls._create(cls.FolderCreated, id=folder_id(workspace_id), workspace_id=workspace_id)
+
+    # -- queries ------------------------------------------------------------------
+
+    def at(self, path: str) -> WorkspaceFile:
+        path = check_path(path)
+        found = self.files.get(path)
+        if found is None:
+            raise FileNotFound(_shown(path))
+        return found
+
+    def by_id(self, file_id: UUID) -> WorkspaceFile:
+        for file in self.files.values():
+            if file.file_id == file_id:
+                return file
+        raise FileNotFound(str(file_id))
+
+    def listing(self) -> list[WorkspaceFile]:
+        """The files, by path."""
+        return [self.files[path] for path in sorted(self.files)]
+
+    def check_write(self, path: str) -> str:
+        """The normalized path, if a file may be written there now."""
+        path = check_path(path)
+        if path in self.files:
+            return path
+        if len(self.files) >= MAX_FILES:
+            raise TooManyFiles(f"a workspace holds at most {MAX_FILES} files: delete some first")
+        folder = path + "/"
+        inside = next((p for p in self.files if p.startswith(folder)), None)
+        if inside is not None:
+            raise PathConflict(f"{_shown(path)} is a folder holding {_shown(inside)}")
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            parent = "/".join(parts[:depth])
+            if parent in self.files:
+                raise PathConflict(f"{_shown(parent)} is a file, so it cannot hold {_shown(path)}")
+        return path
+
+    # -- commands -----------------------------------------------------------------
+
+    def write(
+        self, path: str, blob_ref: str, size: int, media_type: str, by: Author
+    ) -> WorkspaceFile:
+        """Write the file at `path` (made, or a new version); the same bytes and media
+        type again record nothing."""
+        path = self.check_write(path)
+        if not _SHA256.fullmatch(blob_ref):
+            raise InvalidCommand("a blob ref is the sha256 of the bytes (64 hex characters)")
+        if size < 0:
+            raise InvalidCommand("a size is at least 0")
+        media_type = check_media_type(media_type) or DEFAULT_MEDIA_TYPE
+        current = self.files.get(path)
+        if current is not None and (current.blob_ref, current.media_type) == (
+            blob_ref,
+            media_type,
+        ):
+            return current
+        file_id = current.file_id if current else uuid5(self.id, f"{self.version + 1}")
+        match by:
+            case ByUser(user_id=user_id):
+                self._uploaded(file_id, path, blob_ref, size, media_type, user_id)
+            case ByAgent(session_id=session_id):
+                self._written(file_id, path, blob_ref, size, media_type, session_id)
+        return self.files[path]
+
+    def delete(self, file: WorkspaceFile, by: Author) -> None:
+        if self.files.get(file.path) != file:
+            raise FileNotFound(str(file.file_id))
+        match by:
+            case ByUser(user_id=user_id):
+                self._deleted(file.file_id, file.path, user_id, None)
+            case ByAgent(session_id=session_id):
+                self._deleted(file.file_id, file.path, None, session_id)
+
+    @event(FileUploaded)
+    def _uploaded(
+        self, file_id: UUID, path: str, blob_ref: str, size: int, media_type: str, user_id: UUID
+    ) -> None:
+        self._put(file_id, path, blob_ref, size, media_type, ByUser(user_id))
+
+    @event(FileWritten)
+    def _written(
+        self,
+        file_id: UUID,
+        path: str,
+        blob_ref: str,
+        size: int,
+        media_type: str,
+        session_id: UUID,
+    ) -> None:
+        self._put(file_id, path, blob_ref, size, media_type, ByAgent(session_id))
+
+    def _put(
+        self, file_id: UUID, path: str, blob_ref: str, size: int, media_type: str, by: Author
+    ) -> None:
+        current = self.files.get(path)
+        if current is None:
+            self.files[path] = WorkspaceFile(file_id, path, blob_ref, size, media_type, 1, by, by)
+        else:
+            self.files[path] = replace(
+                current,
+                blob_ref=blob_ref,
+                size=size,
+                media_type=media_type,
+                version=current.version + 1,
+                updated_by=by,
+            )
+
+    @event(FileDeleted)
+    def _deleted(
+        self, file_id: UUID, path: str, user_id: UUID | None, session_id: UUID | None
+    ) -> None:
+        del self.files[path]
+
+
+def author_of(user_id: UUID | None, session_id: UUID | None) -> Author:
+    """Who did what an event records (a user, else the agent of a session)."""
+    if user_id is not None:
+        return ByUser(user_id)
+    if session_id is not None:
+        return ByAgent(session_id)
+    raise ValueError("an event of a workspace file names a user or a session")
+
+
+WorkspaceFolderEvent = (
+    WorkspaceFolder.FolderCreated
+    | WorkspaceFolder.FileUploaded
+    | WorkspaceFolder.FileWritten
+    | WorkspaceFolder.FileDeleted
+)
+WORKSPACE_FOLDER_EVENT_CLASSES: tuple[type[WorkspaceFolderEvent], ...] = (
+    WorkspaceFolderEvent.__args__
+)
