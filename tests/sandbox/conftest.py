@@ -1,0 +1,59 @@
+"""A real bubblewrap sandbox for these tests, with short limits to keep them fast."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from application.ports import SandboxLimits, SandboxResult, SandboxRun
+from sandbox.bubblewrap import BubblewrapSandbox
+from sandbox.python import python_argv
+
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None,
+    reason="bubblewrap is not installed (apt-get install bubblewrap)",
+)
+
+LIMITS = SandboxLimits(
+    wall_seconds=5,
+    cpu_seconds=2,
+    memory_bytes=512 * 1024 * 1024,
+    processes=32,
+    file_bytes=8 * 1024 * 1024,
+    open_files=64,
+    output_bytes=64 * 1024,
+    tmp_bytes=8 * 1024 * 1024,
+)
+WORK_BYTES = 32 * 1024 * 1024
+
+
+@pytest.fixture
+def sandbox_root() -> Iterator[Path]:
+    root = Path(tempfile.mkdtemp(prefix="tokendance-sandbox-test-"))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def sandbox(sandbox_root: Path) -> BubblewrapSandbox:
+    return BubblewrapSandbox(sandbox_root, work_bytes=WORK_BYTES)
+
+
+async def run_python(
+    sandbox: BubblewrapSandbox,
+    code: str,
+    files: dict[str, bytes] | None = None,
+    **limits: float,
+) -> SandboxResult:
+    """`code` run by the sandbox's Python with the test limits (some overridden)."""
+    run = SandboxRun(
+        argv=python_argv(code, sandbox.python),
+        files=files or {},
+        limits=replace(LIMITS, **limits),
+    )
+    return await sandbox.run(run)
