@@ -24,6 +24,7 @@ from eventsourcing.postgres import (
 from nats.js import JetStreamContext
 
 from adapters.blobs.filesystem import FilesystemBlobStore
+from adapters.blobs.s3 import S3BlobStore, S3ConfigError
 from adapters.container import Container
 from adapters.deltas import NullDeltaSink
 from adapters.documents.pdf import ReportLabDocumentRenderer
@@ -108,6 +109,7 @@ def bootstrap(
     one); `deltas` defaults to core NATS; `clock` is the accounts' (token expiry).
     The background services are built, not started: `await system.services.start()`.
     """
+    blobs = blobs if blobs is not None else build_blobs(settings)
     container = _open_store(settings, database_url, nats_url, clock or time.time)
     services = Services(
         container,
@@ -150,7 +152,7 @@ def bootstrap_engine(
     """
     sessions = sessions or in_memory_sessions()
     bridge = bridge or SyncBridge(4)
-    blobs = blobs if blobs is not None else FilesystemBlobStore(settings.data_dir / "blobs")
+    blobs = blobs if blobs is not None else build_blobs(settings)
     runner = AgentRunner(
         sessions=sessions,
         bridge=bridge,
@@ -236,6 +238,19 @@ def build_tools(settings: Settings) -> list[AnyTool]:
         ReadSource(),
         ActivateSkill(skills), ReadSkillFile(skills), CreateDoc(ReportLabDocumentRenderer()),
     ]  # fmt: skip
+
+
+def build_blobs(settings: Settings) -> BlobStore:
+    """The S3 store `TOKENDANCE_S3_URL` names, else the data directory's `blobs/`."""
+    if settings.s3_url is None:
+        return FilesystemBlobStore(settings.data_dir / "blobs")
+    try:
+        return S3BlobStore.connect(
+            settings.s3_url, settings.s3_bucket, settings.s3_access_key or "",
+            settings.s3_secret_key or "",
+        )  # fmt: skip
+    except S3ConfigError as e:
+        raise SystemExit(f"TOKENDANCE_S3_URL: {e}") from None
 
 
 def build_skills(settings: Settings) -> Skills:

@@ -60,6 +60,13 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "SSE connections (chat runs, session streams) a user may hold open at once, per process",
     ),
     "TOKENDANCE_UPLOADS_PER_MINUTE": ("10", "file uploads per minute per user, per process"),
+    "TOKENDANCE_S3_URL": (
+        "(unset: blobs in the data directory)",
+        "keep blobs in an S3-compatible store (MinIO) at this endpoint, e.g. http://minio:9000",
+    ),
+    "TOKENDANCE_S3_BUCKET": ("tokendance", "the bucket blobs go to (made if it is missing)"),
+    "TOKENDANCE_S3_ACCESS_KEY": ("", "the S3 access key (required with TOKENDANCE_S3_URL)"),
+    "TOKENDANCE_S3_SECRET_KEY": ("", "the S3 secret key (required with TOKENDANCE_S3_URL)"),
     "TOKENDANCE_SHUTDOWN_GRACE": (
         "10",
         "seconds `serve` waits, on SIGTERM or Ctrl-C, for requests in flight before it "
@@ -158,6 +165,10 @@ class Settings:
     rate_limit_per_minute: int = int(_default("TOKENDANCE_RATE_LIMIT_PER_MINUTE"))
     max_streams_per_user: int = int(_default("TOKENDANCE_MAX_STREAMS_PER_USER"))
     uploads_per_minute: int = int(_default("TOKENDANCE_UPLOADS_PER_MINUTE"))
+    s3_url: str | None = None
+    s3_bucket: str = _default("TOKENDANCE_S3_BUCKET")
+    s3_access_key: str | None = None
+    s3_secret_key: str | None = None
     shutdown_grace: int = int(_default("TOKENDANCE_SHUTDOWN_GRACE"))
     approval_wait: int = int(_default("TOKENDANCE_APPROVAL_WAIT"))
     prices: Path | None = None
@@ -212,6 +223,10 @@ class Settings:
             uploads_per_minute=_limit(
                 get("TOKENDANCE_UPLOADS_PER_MINUTE"), "TOKENDANCE_UPLOADS_PER_MINUTE"
             ),
+            s3_url=_s3_url(env),
+            s3_bucket=get("TOKENDANCE_S3_BUCKET"),
+            s3_access_key=env.get("TOKENDANCE_S3_ACCESS_KEY", "").strip() or None,
+            s3_secret_key=env.get("TOKENDANCE_S3_SECRET_KEY", "").strip() or None,
             shutdown_grace=_seconds(get("TOKENDANCE_SHUTDOWN_GRACE"), "TOKENDANCE_SHUTDOWN_GRACE"),
             approval_wait=_seconds(get("TOKENDANCE_APPROVAL_WAIT"), "TOKENDANCE_APPROVAL_WAIT"),
             prices=Path(env["TOKENDANCE_PRICES"]) if env.get("TOKENDANCE_PRICES") else None,
@@ -300,6 +315,14 @@ def _webhook_secret(env: Mapping[str, str]) -> str | None:
             "TOKENDANCE_ALERT_WEBHOOK: receivers check each alert's signature with it"
         )
     return secret
+
+
+def _s3_url(env: Mapping[str, str]) -> str | None:
+    url = env.get("TOKENDANCE_S3_URL", "").strip() or None
+    keys = ("TOKENDANCE_S3_ACCESS_KEY", "TOKENDANCE_S3_SECRET_KEY")
+    if url and not all(env.get(key, "").strip() for key in keys):
+        raise SystemExit(f"{' and '.join(keys)} must be set with TOKENDANCE_S3_URL")
+    return url
 
 
 def _optional_path(value: str | None) -> Path | None:
