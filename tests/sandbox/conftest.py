@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ import pytest
 from application.ports import SandboxLimits, SandboxResult, SandboxRun
 from sandbox.bubblewrap import BubblewrapSandbox
 from sandbox.python import python_argv
+from sandbox.uids import HostUids
 
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None,
@@ -39,16 +41,22 @@ def sandbox_root() -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
+def private_uids() -> HostUids:
+    """Host uids no other sandbox on this machine uses (others run theirs meanwhile),
+    so a test can tell its own runs' processes."""
+    return HostUids(base=1_950_000_000 + secrets.randbelow(100_000) * 64, count=64)
+
+
 @pytest.fixture
 def sandbox(sandbox_root: Path) -> BubblewrapSandbox:
-    return BubblewrapSandbox(sandbox_root, work_bytes=WORK_BYTES)
+    return BubblewrapSandbox(sandbox_root, work_bytes=WORK_BYTES, uids=private_uids())
 
 
 async def run_python(
     sandbox: BubblewrapSandbox,
     code: str,
     files: dict[str, bytes] | None = None,
-    **limits: float,
+    **limits: int,
 ) -> SandboxResult:
     """`code` run by the sandbox's Python with the test limits (some overridden)."""
     run = SandboxRun(
