@@ -1,0 +1,356 @@
+"""DockerSandbox: runs untrusted code in a throwaway container of the sandbox image.
+
+The container has no network (its loopback only), a read-only root filesystem, a
+size-capped /tmp, memory, CPU and pids limits, rlimits on CPU time, file size and open
+files, no capability, no privilege gain, a non-root uid of its own and only the
+environment set here. Its one writable mount is the run's fresh work directory, a
+directory of this host, so the engine must run on this host: Docker, or podman's
+Docker-compatible service (sandbox/podman_service.sh). The image:
+sandbox/build_image.sh, or sandbox/Dockerfile where a registry answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import os
+import signal
+import tempfile
+import time
+from collections.abc import Awaitable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+import requests
+from docker.errors import APIError, DockerException, ImageNotFound
+from docker.models.containers import Container
+from docker.types import LogConfig, Mount, Ulimit
+
+from application.ports import (
+    SandboxLimit,
+    SandboxLimits,
+    SandboxResult,
+    SandboxRun,
+    SandboxUnavailable,
+)
+from sandbox import workdir
+from sandbox.command import PASSED_ON
+from sandbox.limits import ended_by, exit_code
+from sandbox.output import CappedStream
+from sandbox.uids import HostUids
+
+DEFAULT_IMAGE = "tokendance-sandbox:latest"
+WORK_DIR = "/work"
+STDIN_PATH = "/run/stdin"
+POLL_SECONDS = 0.1  # how often the work directory's size is looked at
+KILLED_WAIT_SECONDS = 30.0  # how long a killed container may take to be reported ended
+# podman gives a container a million processes unless told, which an engine without
+# CAP_SYS_RESOURCE cannot set; the pids cgroup is what caps a run's processes.
+NPROC_CEILING = 4096
+_ENGINE_ERRORS = (DockerException, requests.RequestException)
+
+
+class DockerSandbox:
+    """The Sandbox port on a Docker-API engine of this host (`TOKENDANCE_SANDBOX=docker`)."""
+
+    name = "docker"
+
+    def __init__(
+        self,
+        client: docker.DockerClient | None = None,
+        *,
+        image: str = DEFAULT_IMAGE,
+        root: Path | None = None,
+        cpus: float = 1.0,
+        work_bytes: int = 256 * 1024 * 1024,
+        work_files: int = 10_000,
+        uids: HostUids | None = None,
+    ) -> None:
+        """`client`: None builds one from DOCKER_HOST on first use. `root`: where work
+        directories are made (default: the temporary directory). `work_bytes` and
+        `work_files`: what a run may add to its work directory. `uids`: the host uids
+        runs get when the server is root."""
+        self._client = client
+        self.image = image
+        self.root = root
+        self.cpus = cpus
+        self.work_bytes = work_bytes
+        self.work_files = work_files
+        self.uids = uids or HostUids()
+        self._image_found = False
+
+    async def run(self, run: SandboxRun) -> SandboxResult:
+        if run.allow_domains:
+            raise SandboxUnavailable(
+                "the docker sandbox has no network allowlist yet, so it cannot allow "
+                f"{', '.join(run.allow_domains)}: use the bubblewrap sandbox "
+                "(TOKENDANCE_SANDBOX=bubblewrap) or allow no domains"
+            )
+        try:
+            return await self._run(run)
+        except ImageNotFound:
+            self._image_found = False
+            raise SandboxUnavailable(
+                f"the sandbox image {self.image} is not in the Docker engine at "
+                f"{self._where()}: build it with sandbox/build_image.sh"
+            ) from None
+        except requests.ConnectionError as e:
+            raise self._no_engine(e) from None
+        except _ENGINE_ERRORS as e:
+            raise SandboxUnavailable(f"the Docker engine failed the run: {e}") from None
+
+    async def _run(self, run: SandboxRun) -> SandboxResult:
+        client = await asyncio.to_thread(self._ready)
+        with self.uids.lease() as uid:
+            owner = (uid, uid) if os.geteuid() == 0 else None
+            user = f"{uid}:{uid}" if owner else f"{os.getuid()}:{os.getgid()}"
+            base = Path(tempfile.mkdtemp(prefix="tokendance-docker-", dir=self.root))
+            try:
+                work = await asyncio.to_thread(workdir.create, base, run.files, owner)
+                stdin = base / "stdin" if run.stdin else None
+                if stdin is not None:
+                    stdin.write_bytes(run.stdin)
+                container = await asyncio.to_thread(
+                    self._create, client, run, _Paths(work, stdin), user
+                )
+                try:
+                    ended = await self._supervise(container, run, work)
+                finally:
+                    await asyncio.to_thread(container.remove, force=True)
+                files = await asyncio.to_thread(
+                    workdir.changed, work, run.files, self.work_bytes, self.work_files
+                )
+            finally:
+                await asyncio.to_thread(workdir.remove, base)
+        return ended.result(files)
+
+    def _ready(self) -> docker.DockerClient:
+        """The client, its engine answering and the image there (checked once)."""
+        if self._client is None:
+            try:
+                self._client = docker.from_env()
+            except DockerException as e:
+                raise self._no_engine(e) from None
+        if not self._image_found:
+            self._client.images.get(self.image)
+            self._image_found = True
+        return self._client
+
+    def _create(
+        self, client: docker.DockerClient, run: SandboxRun, paths: _Paths, user: str
+    ) -> Container:
+        limits = run.limits
+        return client.containers.create(
+            self.image,
+            paths.argv(run.argv),
+            user=user,
+            working_dir=WORK_DIR,
+            environment=self._environment(),
+            network_mode="none",
+            read_only=True,
+            mounts=list(paths.mounts()),
+            tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.tmp_bytes},mode=1777"},
+            mem_limit=limits.memory_bytes,
+            memswap_limit=limits.memory_bytes,  # no swap
+            nano_cpus=int(self.cpus * 1e9),
+            pids_limit=limits.processes,
+            ulimits=_ulimits(limits),
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            ipc_mode="private",
+            init=True,  # the code is not pid 1, so its signals and rlimits act as usual
+            hostname="sandbox",
+            log_config=LogConfig(type="none"),  # the output is read live and capped
+            labels={"tokendance.sandbox": "docker"},
+        )
+
+    def _environment(self) -> dict[str, str]:
+        threads = str(max(1, math.ceil(self.cpus)))
+        return {
+            "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "HOME": "/tmp",
+            "TMPDIR": "/tmp",
+            "LANG": "C.UTF-8",
+            "MPLBACKEND": "Agg",
+            "MPLCONFIGDIR": "/tmp/matplotlib",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            # BLAS starts a thread per host core unless told, and threads count as pids.
+            "OPENBLAS_NUM_THREADS": threads,
+            "OMP_NUM_THREADS": threads,
+            **{name: os.environ[name] for name in PASSED_ON if name in os.environ},
+        }
+
+    async def _supervise(self, container: Container, run: SandboxRun, work: Path) -> _Ended:
+        """Starts the container and reads its output until it ends or a limit kills it."""
+        loop = asyncio.get_running_loop()
+        out, err = CappedStream(run.limits.output_bytes), CappedStream(run.limits.output_bytes)
+        out_pipe, err_pipe = asyncio.StreamReader(), asyncio.StreamReader()
+        stream = await asyncio.to_thread(
+            container.attach, stdout=True, stderr=True, stream=True, demux=True, logs=False
+        )
+        started = time.monotonic()
+        try:
+            await asyncio.to_thread(container.start)
+            pump = asyncio.to_thread(_pump, stream, loop, out_pipe, err_pipe)
+            finished = asyncio.ensure_future(_all(pump, out.drain(out_pipe), err.drain(err_pipe)))
+            reasons: dict[Awaitable[None], SandboxLimit] = {
+                out.flooded(): "output",
+                err.flooded(): "output",
+                self._over_quota(work, run): "file_size",
+            }
+            killed_for = await _watch(container, finished, reasons, run.limits.wall_seconds)
+        finally:
+            stream.close()
+        status = (await asyncio.to_thread(container.wait, timeout=KILLED_WAIT_SECONDS))[
+            "StatusCode"
+        ]
+        duration_ms = int((time.monotonic() - started) * 1000)
+        await asyncio.to_thread(container.reload)
+        return _Ended(
+            code=exit_code(status),
+            oom_killed=bool(container.attrs.get("State", {}).get("OOMKilled")),
+            killed_for=killed_for,
+            out=out,
+            err=err,
+            duration_ms=duration_ms,
+        )
+
+    async def _over_quota(self, work: Path, run: SandboxRun) -> None:
+        """Returns once the work directory has grown past what a run may add."""
+        allowed = self.work_bytes + sum(len(b) for b in run.files.values()) + 1024 * 1024
+        while True:
+            await asyncio.sleep(POLL_SECONDS)
+            used = await asyncio.to_thread(workdir.usage, work, self.work_files)
+            if used.bytes > allowed or used.entries > self.work_files + len(run.files):
+                return
+
+    def _where(self) -> str:
+        if self._client is not None:
+            return str(self._client.api.base_url)
+        return os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+
+    def _no_engine(self, error: Exception) -> SandboxUnavailable:
+        return SandboxUnavailable(
+            f"no Docker engine answers at {self._where()} ({error}): start Docker, or "
+            "podman's service with sandbox/podman_service.sh and set DOCKER_HOST to the "
+            "socket it prints"
+        )
+
+
+@dataclass(frozen=True)
+class _Paths:
+    """The run's work directory, and the file holding its stdin (if it has any)."""
+
+    work: Path
+    stdin: Path | None
+
+    def mounts(self) -> Iterator[Mount]:
+        yield Mount(target=WORK_DIR, source=str(self.work), type="bind", read_only=False)
+        if self.stdin is not None:
+            yield Mount(target=STDIN_PATH, source=str(self.stdin), type="bind", read_only=True)
+
+    def argv(self, argv: tuple[str, ...]) -> list[str]:
+        if self.stdin is None:
+            return list(argv)  # stdin is /dev/null
+        # An engine feeds stdin only to a client attached for it; a file is simpler.
+        return ["/bin/sh", "-c", f'exec "$@" <{STDIN_PATH}', "sh", *argv]
+
+
+def _ulimits(limits: SandboxLimits) -> list[Ulimit]:
+    cpu = max(1, int(limits.cpu_seconds))
+    return [
+        Ulimit(name="cpu", soft=cpu, hard=cpu + 1),  # SIGXCPU, then SIGKILL a second later
+        Ulimit(name="fsize", soft=limits.file_bytes, hard=limits.file_bytes),
+        Ulimit(name="nofile", soft=limits.open_files, hard=limits.open_files),
+        Ulimit(name="nproc", soft=NPROC_CEILING, hard=NPROC_CEILING),
+        Ulimit(name="core", soft=0, hard=0),  # no core files in the work directory
+    ]
+
+
+def _pump(
+    stream: Iterator[tuple[bytes | None, bytes | None]],
+    loop: asyncio.AbstractEventLoop,
+    out: asyncio.StreamReader,
+    err: asyncio.StreamReader,
+) -> None:
+    """Hands the container's output to the event loop as it comes, until it ends."""
+    try:
+        for out_chunk, err_chunk in stream:
+            if out_chunk:
+                loop.call_soon_threadsafe(out.feed_data, out_chunk)
+            if err_chunk:
+                loop.call_soon_threadsafe(err.feed_data, err_chunk)
+    finally:
+        loop.call_soon_threadsafe(out.feed_eof)
+        loop.call_soon_threadsafe(err.feed_eof)
+
+
+async def _all(*parts: Awaitable[None]) -> None:
+    await asyncio.gather(*parts)
+
+
+async def _watch(
+    container: Container,
+    finished: asyncio.Future[None],
+    reasons: Mapping[Awaitable[None], SandboxLimit],
+    wall_seconds: float,
+) -> SandboxLimit | None:
+    """Waits for the run to finish; kills it at the first limit it reaches (a reason
+    that returns, or the wall clock) and says which. The output goes on being read
+    meanwhile, or the engine could not end the container."""
+    watchers = {asyncio.ensure_future(reason): limit for reason, limit in reasons.items()}
+    killed_for: SandboxLimit | None = None
+    try:
+        done, _ = await asyncio.wait(
+            {finished, *watchers},
+            timeout=wall_seconds,
+            return_when=asyncio.FIRST_COMPLETED,
+        )
+        if finished not in done:
+            killed_for = next((watchers[w] for w in watchers if w in done), "wall_time")
+            await asyncio.to_thread(_kill, container)
+        await asyncio.wait_for(asyncio.shield(finished), KILLED_WAIT_SECONDS)
+    finally:
+        for watcher in watchers:
+            watcher.cancel()
+    return killed_for
+
+
+def _kill(container: Container) -> None:
+    # An error says it had ended (or podman tired of waiting for it to): the status it
+    # ended with says whether this kill did it.
+    with contextlib.suppress(APIError):
+        container.kill()
+
+
+@dataclass
+class _Ended:
+    code: int
+    oom_killed: bool
+    killed_for: SandboxLimit | None
+    out: CappedStream
+    err: CappedStream
+    duration_ms: int
+
+    def result(self, files: dict[str, bytes]) -> SandboxResult:
+        return SandboxResult(
+            exit_code=self.code,
+            stdout=self.out.text(),
+            stderr=self.err.text(),
+            duration_ms=self.duration_ms,
+            files=files,
+            limit=self._limit(),
+            stdout_truncated=self.out.truncated,
+            stderr_truncated=self.err.truncated,
+        )
+
+    def _limit(self) -> SandboxLimit | None:
+        killed = self.code == -signal.SIGKILL
+        if self.oom_killed or (killed and self.killed_for is None):
+            # Not ours: the kernel's OOM killer (podman on cgroup v1 does not report it,
+            # and the CPU time limit sends SIGXCPU a second before its SIGKILL).
+            return "memory"
+        # A kill that came after the run had ended on its own is no limit's doing.
+        return ended_by(self.code, self.err.tail(), self.killed_for if killed else None)
