@@ -15,8 +15,10 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
+from uuid import UUID
 
 from argon2 import PasswordHasher
+from eventsourcing.application import Application
 from eventsourcing.postgres import (
     PostgresFactory,
     PostgresTrackingRecorder,
@@ -59,12 +61,14 @@ from application.skills.service import Skills
 from application.tools.activate_skill import ActivateSkill
 from application.tools.base import AnyTool
 from application.tools.create_doc import CreateDoc
+from application.tools.files import file_tools
 from application.tools.notes import NoteProgress, RecordFinding, UpdatePlan
 from application.tools.read_source import ReadSource
 from application.tools.read_url import ReadUrl
 from application.tools.registry import ToolRegistry
 from application.tools.skill_files import ReadSkillFile
 from application.tools.web_search import WebSearchTool
+from application.workspace_files import WorkspaceFiles
 from domain.pricing import PriceTable
 from projections.accounts import AccountsView
 from projections.artifacts import ArtifactsView
@@ -144,11 +148,13 @@ def bootstrap_engine(
     budgets: BudgetGuard | None = None,
     telemetry: TracerProvider | None = None,
     skills: Skills | None = None,
+    files: WorkspaceFiles | None = None,
 ) -> Engine:
     """The engine alone, on `sessions` (default: a new in-memory event store).
 
     Deltas default to nowhere; a bridge built here is the caller's to close
-    (`engine.bridge.close()`).
+    (`engine.bridge.close()`). Without `files` the built-in file tools answer that
+    workspace files are not configured.
     """
     sessions = sessions or in_memory_sessions()
     bridge = bridge or SyncBridge(4)
@@ -158,7 +164,7 @@ def bootstrap_engine(
         bridge=bridge,
         llm=traced_llm(llm if llm is not None else build_llm(settings), telemetry),
         tools=ToolRegistry(
-            traced_tools(build_tools(settings) if tools is None else tools, telemetry)
+            traced_tools(build_tools(settings, files=files) if tools is None else tools, telemetry)
         ),
         blobs=blobs,
         counter=counter if counter is not None else TiktokenCounter(),
@@ -228,8 +234,10 @@ def build_llm(settings: Settings) -> LLM:
         return UnconfiguredLLM()
 
 
-def build_tools(settings: Settings) -> list[AnyTool]:
-    """The built-in tools, their ports injected (a tool that needs a client gets it here)."""
+def build_tools(settings: Settings, *, files: WorkspaceFiles | None = None) -> list[AnyTool]:
+    """The built-in tools, their ports injected (a tool that needs a client gets it here).
+
+    Without `files` the file tools are there but answer that files are not configured."""
     search = build_web_search(settings.tavily_api_key, settings.tavily_url)
     reader = HttpPageReader(AllowList.parse(settings.fetch_allow))
     skills = build_skills(settings)
@@ -237,6 +245,7 @@ def build_tools(settings: Settings) -> list[AnyTool]:
         UpdatePlan(), RecordFinding(), NoteProgress(), WebSearchTool(search), ReadUrl(reader),
         ReadSource(),
         ActivateSkill(skills), ReadSkillFile(skills), CreateDoc(ReportLabDocumentRenderer()),
+        *file_tools(files),
     ]  # fmt: skip
 
 
@@ -251,6 +260,12 @@ def build_blobs(settings: Settings) -> BlobStore:
         )  # fmt: skip
     except S3ConfigError as e:
         raise SystemExit(f"TOKENDANCE_S3_URL: {e}") from None
+
+
+def in_memory_files(blobs: BlobStore, bridge: SyncBridge, settings: Settings) -> WorkspaceFiles:
+    """Workspace files on a new, empty in-memory event store (the engine alone)."""
+    store = Application[UUID](env=IN_MEMORY)
+    return WorkspaceFiles(store, blobs, bridge, max_bytes=settings.max_upload_bytes)
 
 
 def build_skills(settings: Settings) -> Skills:

@@ -60,6 +60,10 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "SSE connections (chat runs, session streams) a user may hold open at once, per process",
     ),
     "TOKENDANCE_UPLOADS_PER_MINUTE": ("10", "file uploads per minute per user, per process"),
+    "TOKENDANCE_MAX_UPLOAD_BYTES": (
+        "26214400",
+        "the largest workspace file, in bytes (25 MiB), uploaded or written by the agent",
+    ),
     "TOKENDANCE_S3_URL": (
         "(unset: blobs in the data directory)",
         "keep blobs in an S3-compatible store (MinIO) at this endpoint, e.g. http://minio:9000",
@@ -165,6 +169,7 @@ class Settings:
     rate_limit_per_minute: int = int(_default("TOKENDANCE_RATE_LIMIT_PER_MINUTE"))
     max_streams_per_user: int = int(_default("TOKENDANCE_MAX_STREAMS_PER_USER"))
     uploads_per_minute: int = int(_default("TOKENDANCE_UPLOADS_PER_MINUTE"))
+    max_upload_bytes: int = int(_default("TOKENDANCE_MAX_UPLOAD_BYTES"))
     s3_url: str | None = None
     s3_bucket: str = _default("TOKENDANCE_S3_BUCKET")
     s3_access_key: str | None = None
@@ -222,6 +227,9 @@ class Settings:
             ),
             uploads_per_minute=_limit(
                 get("TOKENDANCE_UPLOADS_PER_MINUTE"), "TOKENDANCE_UPLOADS_PER_MINUTE"
+            ),
+            max_upload_bytes=_limit(
+                get("TOKENDANCE_MAX_UPLOAD_BYTES"), "TOKENDANCE_MAX_UPLOAD_BYTES"
             ),
             s3_url=_s3_url(env),
             s3_bucket=get("TOKENDANCE_S3_BUCKET"),

@@ -10,7 +10,8 @@ from uuid import UUID, uuid4
 
 import msgspec
 
-from adapters.bootstrap import bootstrap_engine, build_tools
+from adapters.blobs.filesystem import FilesystemBlobStore
+from adapters.bootstrap import bootstrap_engine, build_tools, in_memory_files
 from adapters.llm.scripted import ScriptedLLM
 from adapters.llm.tokens import CharRatioTokenCounter
 from adapters.settings import Settings
@@ -20,6 +21,7 @@ from application.runner import AgentRunner, EngineSettings
 from application.runs import RunScheduler
 from application.sessions import SessionService
 from application.tools.base import AnyTool, Tool, ToolContext
+from application.workspace_files import WorkspaceFiles
 from domain.conversation import TextDelta, ThinkingDelta
 from domain.values import SessionSettings
 
@@ -90,12 +92,13 @@ class Engine:
     delete_file: DeleteFile
     search: FlakySearch
     bridge: SyncBridge
+    files: WorkspaceFiles  # on an in-memory store of its own, and the engine's blobs
     started: list[UUID] = field(default_factory=list)
 
-    async def new_session(self, **settings: object) -> UUID:
+    async def new_session(self, workspace_id: UUID | None = None, **settings: object) -> UUID:
         receipt = await self.bridge(
             self.sessions.start_session,
-            workspace_id=uuid4(), owner_id=uuid4(), title="test",
+            workspace_id=workspace_id or uuid4(), owner_id=uuid4(), title="test",
             settings=SessionSettings.of(settings),
         )  # fmt: skip
         return receipt.session_id
@@ -114,27 +117,41 @@ def make_engine(
     settings: EngineSettings | None = None,
     sessions: SessionService | None = None,
     extra_tools: list[AnyTool] | None = None,
+    real_delete_file: bool = False,
 ) -> Engine:
     """The engine as bootstrap wires it, on the in-memory store (or `sessions`), with the
-    built-in tools plus `delete_file` and `search`, and deltas collected per session."""
+    built-in tools (the file tools on in-memory workspace files) plus the fake
+    `delete_file` and `search` (`real_delete_file`: the built-in one stays), and deltas
+    collected per session."""
     delete_file, search = DeleteFile(), FlakySearch()
     deltas = InMemoryDeltaSink()
     config = Settings(data_dir=tmp_path)  # blobs go to tmp_path / "blobs"
+    bridge, blobs = SyncBridge(4), FilesystemBlobStore(tmp_path / "blobs")
+    files = in_memory_files(blobs, bridge, config)
+    builtin = build_tools(config, files=files)
+    fakes = [search] if real_delete_file else [delete_file, search]
     wired = bootstrap_engine(
         config,
         sessions=sessions,
+        bridge=bridge,
+        blobs=blobs,
         llm=llm,
         # A tool passed in replaces the built-in of the same name.
-        tools={
-            t.name: t for t in [*build_tools(config), delete_file, search, *(extra_tools or [])]
-        }.values(),
+        tools={t.name: t for t in [*builtin, *fakes, *(extra_tools or [])]}.values(),
         counter=CharRatioTokenCounter(),
         deltas=deltas,
         engine_settings=settings or EngineSettings(),
     )
     return Engine(
-        wired.sessions, wired.runner, wired.scheduler, deltas, delete_file, search, wired.bridge
-    )
+        wired.sessions, wired.runner, wired.scheduler, deltas, delete_file, search, wired.bridge,
+        files,
+    )  # fmt: skip
+
+
+def tools_with(*tools: AnyTool) -> list[AnyTool]:
+    """The built-in tools (workspace files not configured) with `tools` in place of the
+    built-ins of the same name (the fake `delete_file` for the real one, say)."""
+    return list({t.name: t for t in [*build_tools(Settings()), *tools]}.values())
 
 
 def scripted(*turns: dict[str, object]) -> ScriptedLLM:

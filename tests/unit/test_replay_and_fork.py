@@ -6,13 +6,12 @@ import asyncio
 from pathlib import Path
 from uuid import UUID
 
-from adapters.bootstrap import build_tools, replay_engine
+from adapters.bootstrap import replay_engine
 from adapters.llm.scripted import ScriptedLLM
-from adapters.settings import Settings
 from application.replay import ReplayReport, replay
 from application.tools.base import AnyTool
 from domain.conversation import ModelRequest
-from tests.fakes.engine import DeleteFile, Engine, FlakySearch, make_engine, scripted
+from tests.fakes.engine import DeleteFile, Engine, FlakySearch, make_engine, scripted, tools_with
 
 
 def call(name: str, tool_id: str, **args: object) -> dict[str, object]:
@@ -21,7 +20,7 @@ def call(name: str, tool_id: str, **args: object) -> dict[str, object]:
 
 async def replay_of(engine: Engine, sid: UUID, tools: list[AnyTool] | None = None) -> ReplayReport:
     """Replay on an engine like `engine`'s, with fresh tools (or `tools`)."""
-    tools = tools if tools is not None else [*build_tools(Settings()), DeleteFile(), FlakySearch()]
+    tools = tools if tools is not None else tools_with(DeleteFile(), FlakySearch())
     stored = list(engine.sessions.session_events(sid))
     return await replay(stored, engine=replay_engine(engine.runner, tools=tools))
 
@@ -70,7 +69,7 @@ async def test_replay_of_a_long_session_reproduces_every_event(tmp_path: Path) -
 async def test_replay_reports_the_first_divergence(tmp_path: Path) -> None:
     engine = make_engine(long_script(), tmp_path)
     sid = await long_session(engine)
-    without_search = [*build_tools(Settings()), DeleteFile()]  # the engine now behaves differently
+    without_search = tools_with(DeleteFile())  # the engine now behaves differently
     report = await replay_of(engine, sid, tools=without_search)
     assert report.divergence is not None
     assert "unknown tool 'search'" in report.divergence.got

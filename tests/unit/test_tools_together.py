@@ -12,10 +12,8 @@ from pathlib import Path
 
 import msgspec
 
-from adapters.bootstrap import build_tools
-from adapters.settings import Settings
 from application.tools.base import Tool, ToolContext
-from tests.fakes.engine import DeleteFile, FlakySearch, make_engine, scripted
+from tests.fakes.engine import DeleteFile, FlakySearch, make_engine, scripted, tools_with
 from tests.unit.test_replay_and_fork import call, replay_of
 
 
@@ -69,7 +67,7 @@ async def test_a_turns_calls_run_together_and_are_recorded_in_turn_order(
         ("m3", "success"),
     ]
     assert meet.finished == ["c", "b", "a"], "they ran at once: the shortest ended first"
-    tools = [*build_tools(Settings()), DeleteFile(), FlakySearch(), Meet()]
+    tools = tools_with(DeleteFile(), FlakySearch(), Meet())
     report = await replay_of(engine, sid, tools=tools)
     assert report.identical, report.divergence
 

@@ -1,0 +1,333 @@
+"""The agent's workspace file tools: `list_files`, `read_file`, `write_file`, `delete_file`.
+
+Each works in its session's workspace (`ToolContext.workspace_id`) through the
+`WorkspaceFiles` service, so every write and delete is an event of the workspace that
+names the session that did it. Paths are checked there: relative, inside the
+workspace. `read_file` shows text, Markdown, CSV and such as text, a PDF as its text
+(pypdf), and says so of any other binary file; nothing is ever unpacked (a zip stays
+its bytes). A long file is read part by part, like `read_source` reads a page: each
+part fits the context whole. `delete_file` is risky: under the default policy a human
+approves it first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+from collections.abc import Iterator
+from typing import Annotated, TypeVar
+from uuid import UUID
+
+import msgspec
+import pypdf
+from msgspec import Meta
+from pypdf.errors import PyPdfError
+
+from application.ports import BlobNotFound, ToolExecutionError
+from application.tools.base import AnyTool, Tool, ToolContext
+from application.tools.read_source import MAX_LENGTH  # a part fits the context whole
+from application.workspace_files import WorkspaceFiles
+from domain.errors import DomainError
+from domain.workspace_files import (
+    ByAgent,
+    ByUser,
+    FileNotFound,
+    FileTooLarge,
+    InvalidPath,
+    PathConflict,
+    TooManyFiles,
+    WorkspaceFile,
+)
+
+MAX_LISTED = 200  # files named by one list_files answer
+MAX_WRITE_CHARS = 5_000_000
+MAX_PDF_PAGES = 2000  # pages of a PDF turned into text; the rest is left out (said so)
+TEXT_TYPES = (
+    "text/",
+    "application/json",
+    "application/jsonl",
+    "application/x-ipynb+json",
+    "application/yaml",
+    "application/x-yaml",
+    "application/toml",
+    "application/xml",
+    "application/javascript",
+    "application/sql",
+    "image/svg+xml",
+)
+PDF = "application/pdf"
+SNIFFED = 8192  # bytes looked at to tell an untyped file's text from binary
+
+FilePath = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=4096,
+        description="The file's path in the workspace, relative: 'notes.md', 'data/sales.csv'.",
+    ),
+]
+
+
+class FileToolError(ToolExecutionError):
+    """A file tool failed; `code` says why."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# What the service's errors are called in a kept failure.
+_CODES: dict[type[DomainError], str] = {
+    InvalidPath: "INVALID_PATH",
+    FileNotFound: "FILE_NOT_FOUND",
+    PathConflict: "PATH_CONFLICT",
+    FileTooLarge: "FILE_TOO_LARGE",
+    TooManyFiles: "TOO_MANY_FILES",
+}
+
+
+@contextlib.contextmanager
+def _as_tool_errors() -> Iterator[None]:
+    try:
+        yield
+    except FileNotFound as e:
+        raise FileToolError("FILE_NOT_FOUND", f"{e}: list_files shows the files there are") from e
+    except DomainError as e:
+        raise FileToolError(_CODES.get(type(e), e.code), str(e)) from e
+
+
+A = TypeVar("A", bound=msgspec.Struct)
+
+
+class FileTool(Tool[A]):
+    """A tool on its session's workspace files."""
+
+    def __init__(self, files: WorkspaceFiles | None) -> None:
+        self._files = files
+
+    def _workspace(self, context: ToolContext) -> tuple[WorkspaceFiles, UUID]:
+        if self._files is None:
+            raise FileToolError(
+                "FILES_NOT_CONFIGURED",
+                "workspace files are not configured in this deployment: no file can be "
+                "listed, read, written or deleted",
+            )
+        if context.workspace_id is None:
+            raise FileToolError(
+                "NO_WORKSPACE", "this call runs outside a session's workspace, so it has no files"
+            )
+        return self._files, context.workspace_id
+
+
+# -- list_files ---------------------------------------------------------------------
+
+
+class ListFilesArgs(msgspec.Struct, forbid_unknown_fields=True):
+    folder: Annotated[
+        str, Meta(max_length=4096, description="Only the files under this folder (default: all).")
+    ] = ""
+
+
+class ListFiles(FileTool[ListFilesArgs]):
+    name = "list_files"
+    description = (
+        "List the files of the workspace: the user's uploads and the files written with "
+        "write_file, each with its path, media type, size and who last wrote it. "
+        "Read one with read_file."
+    )
+    Args = ListFilesArgs
+
+    async def run(self, args: ListFilesArgs, context: ToolContext) -> str:
+        files, workspace_id = self._workspace(context)
+        listing = await files.list(workspace_id)
+        folder = args.folder.strip().strip("/")
+        if folder:
+            listing = [f for f in listing if f.path.startswith(folder + "/")]
+        where = f"under {folder}/" if folder else "in the workspace"
+        if not listing:
+            return f"no files {where} yet: write one with write_file, or ask the user to upload one"
+        lines = [f"{len(listing)} file{'s' if len(listing) != 1 else ''} {where}:"]
+        lines += [f"- {_line(f, context.session_id)}" for f in listing[:MAX_LISTED]]
+        if len(listing) > MAX_LISTED:
+            lines.append(f"... and {len(listing) - MAX_LISTED} more: list a folder to see them")
+        return "\n".join(lines)
+
+
+def _line(file: WorkspaceFile, session_id: UUID) -> str:
+    match file.updated_by:
+        case ByUser():
+            who = "uploaded by the user"
+        case ByAgent(session_id=sid) if sid == session_id:
+            who = "written in this session"
+        case ByAgent(session_id=sid):
+            who = f"written by the agent of session {sid}"
+    return f"{file.path} ({file.media_type}, {file.size:,} bytes, {who})"
+
+
+# -- read_file ----------------------------------------------------------------------
+
+
+class ReadFileArgs(msgspec.Struct, forbid_unknown_fields=True):
+    path: FilePath
+    offset: Annotated[
+        int,
+        Meta(
+            ge=0,
+            description=(
+                "Where to start, in characters of the file's text (0: its start). Each "
+                "answer says the offset of the next part."
+            ),
+        ),
+    ] = 0
+    length: Annotated[
+        int, Meta(ge=1, le=MAX_LENGTH, description="How many characters to read.")
+    ] = MAX_LENGTH
+
+
+class ReadFile(FileTool[ReadFileArgs]):
+    name = "read_file"
+    description = (
+        "Read a file of the workspace as text: text, Markdown, CSV, JSON and the like as "
+        f"they are, a PDF as its text. Up to {MAX_LENGTH} characters from an offset; a "
+        "longer file is read part by part (each answer names the next offset). Other "
+        "binary files (images, archives, spreadsheets) cannot be read as text."
+    )
+    Args = ReadFileArgs
+
+    async def run(self, args: ReadFileArgs, context: ToolContext) -> str:
+        files, workspace_id = self._workspace(context)
+        with _as_tool_errors():
+            file = await files.stat(workspace_id, args.path)
+        try:
+            data = await files.bytes_of(file)
+        except BlobNotFound:
+            raise FileToolError(
+                "FILE_CONTENT_MISSING",
+                f"the bytes of {file.path} are missing from the blob store: ask the user to "
+                "upload it again",
+            ) from None
+        text = await _text(file, data)
+        if args.offset > 0 and args.offset >= len(text):
+            raise FileToolError(
+                "OFFSET_PAST_END",
+                f"offset {args.offset} is past the end of {file.path}, whose text has "
+                f"{len(text)} characters: read from an offset below {len(text)}",
+            )
+        end = min(len(text), args.offset + args.length)
+        return f"{_header(file, args.offset, end, len(text))}\n\n{text[args.offset : end]}"
+
+
+async def _text(file: WorkspaceFile, data: bytes) -> str:
+    media_type = file.media_type.split(";", 1)[0].strip()
+    if media_type == PDF:
+        return await asyncio.to_thread(pdf_text, file.path, data)
+    if media_type.startswith(TEXT_TYPES):
+        return data.decode("utf-8-sig", errors="replace")
+    text = _sniffed_text(data)
+    if text is None:
+        raise FileToolError(
+            "BINARY_FILE",
+            f"{file.path} is a binary file ({file.media_type}, {file.size:,} bytes): it cannot "
+            "be read as text",
+        )
+    return text
+
+
+def _sniffed_text(data: bytes) -> str | None:
+    """The bytes as text if they look like UTF-8 text (no NUL, valid UTF-8), else None."""
+    if b"\x00" in data[:SNIFFED]:
+        return None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+
+
+def pdf_text(path: str, data: bytes) -> str:
+    """A PDF's text, page by page under `--- page n ---` lines."""
+    try:
+        pages = pypdf.PdfReader(io.BytesIO(data)).pages
+        parts = [
+            f"--- page {n} ---\n{(page.extract_text() or '').strip() or '(no text on this page)'}"
+            for n, page in enumerate(pages[:MAX_PDF_PAGES], start=1)
+        ]
+        if len(pages) > MAX_PDF_PAGES:
+            parts.append(f"--- the other {len(pages) - MAX_PDF_PAGES} pages are left out ---")
+    except (PyPdfError, ValueError, KeyError, TypeError) as e:
+        raise FileToolError(
+            "PDF_UNREADABLE", f"{path} could not be read as a PDF: {type(e).__name__}: {e}"
+        ) from None
+    return "\n\n".join(parts)
+
+
+def _header(file: WorkspaceFile, start: int, end: int, total: int) -> str:
+    # At most about 550 characters: the part and its header fit the context whole.
+    path = file.path if len(file.path) <= 200 else file.path[:197] + "..."
+    media_type = file.media_type[:60]
+    what = f"{path} ({media_type}, {file.size:,} bytes)"
+    if total == 0:
+        return f"File {what}: empty"
+    if end >= total:
+        more = "the end of the file"
+    elif len(file.path) <= 150:
+        call = msgspec.json.encode({"path": file.path, "offset": end}).decode()
+        more = f"next part: read_file {call}"
+    else:
+        more = f"the next part starts at offset {end}"
+    return f"File {what}: characters {start}-{end} of {total} ({more})"
+
+
+# -- write_file and delete_file -----------------------------------------------------------
+
+
+class WriteFileArgs(msgspec.Struct, forbid_unknown_fields=True):
+    path: FilePath
+    content: Annotated[
+        str, Meta(max_length=MAX_WRITE_CHARS, description="The file's whole text (UTF-8).")
+    ]
+
+
+class WriteFile(FileTool[WriteFileArgs]):
+    name = "write_file"
+    description = (
+        "Write a text file into the workspace (made, or replaced if the path exists), for "
+        "the user to download and for later sessions to read: notes, data as CSV, code. "
+        "Folders in the path are made as needed."
+    )
+    Args = WriteFileArgs
+
+    async def run(self, args: WriteFileArgs, context: ToolContext) -> str:
+        files, workspace_id = self._workspace(context)
+        data = args.content.encode()
+        with _as_tool_errors():
+            file = await files.write(
+                workspace_id, args.path, data, None, ByAgent(context.session_id)
+            )
+        made = "a new file" if file.version == 1 else f"version {file.version}"
+        return f"wrote {file.path} ({file.media_type}, {file.size:,} bytes, {made})"
+
+
+class DeleteFileArgs(msgspec.Struct, forbid_unknown_fields=True):
+    path: FilePath
+
+
+class DeleteFile(FileTool[DeleteFileArgs]):
+    name = "delete_file"
+    description = (
+        "Delete a file of the workspace (the user's uploads included). A human approves "
+        "each deletion first, under the default policy."
+    )
+    Args = DeleteFileArgs
+    risky = True
+
+    async def run(self, args: DeleteFileArgs, context: ToolContext) -> str:
+        files, workspace_id = self._workspace(context)
+        with _as_tool_errors():
+            file = await files.delete(workspace_id, args.path, ByAgent(context.session_id))
+        return f"deleted {file.path} ({file.media_type}, {file.size:,} bytes)"
+
+
+def file_tools(files: WorkspaceFiles | None) -> list[AnyTool]:
+    """The four file tools on `files` (None: each answers that files are not configured)."""
+    return [ListFiles(files), ReadFile(files), WriteFile(files), DeleteFile(files)]
