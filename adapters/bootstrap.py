@@ -78,6 +78,7 @@ from projections.sessions import SessionsView
 from projections.usage import UsageView
 from projections.view import TRACKING_TABLE, View
 from projections.working_memory import WorkingMemoryView
+from projections.workspace_files import WorkspaceFilesView
 
 if TYPE_CHECKING:  # the SDK is imported only when spans are exported
     from opentelemetry.sdk.trace import TracerProvider
@@ -114,7 +115,7 @@ def bootstrap(
     The background services are built, not started: `await system.services.start()`.
     """
     blobs = blobs if blobs is not None else build_blobs(settings)
-    container = _open_store(settings, database_url, nats_url, clock or time.time)
+    container = _open_store(settings, database_url, nats_url, clock or time.time, blobs)
     services = Services(
         container,
         relay_enabled=relay,
@@ -128,7 +129,7 @@ def bootstrap(
     engine = bootstrap_engine(
         settings, sessions=container.sessions, bridge=container.bridge, llm=llm,
         tools=tools, blobs=blobs, deltas=live, counter=counter, engine_settings=engine_settings,
-        prices=prices, budgets=enforcer, telemetry=telemetry,
+        prices=prices, budgets=enforcer, telemetry=telemetry, files=container.files,
     )  # fmt: skip
     return System(container, services, engine, telemetry)
 
@@ -304,7 +305,9 @@ def load_price_table(settings: Settings) -> PriceTable:
         raise SystemExit(f"TOKENDANCE_PRICES: {e}") from None
 
 
-def _open_store(settings: Settings, database_url: str, nats_url: str, clock: Clock) -> Container:
+def _open_store(
+    settings: Settings, database_url: str, nats_url: str, clock: Clock, blobs: BlobStore
+) -> Container:
     """Open the event store and the read models (creating their tables)."""
     env = eventstore_env(
         database_url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow
@@ -322,6 +325,7 @@ def _open_store(settings: Settings, database_url: str, nats_url: str, clock: Clo
             UsageView(factory.datastore),
             BudgetsView(factory.datastore),
             ArtifactsView(factory.datastore),
+            WorkspaceFilesView(factory.datastore),
         )
     }
     checkpoints = PostgresTrackingRecorder(factory.datastore, tracking_table_name=TRACKING_TABLE)
@@ -334,8 +338,9 @@ def _open_store(settings: Settings, database_url: str, nats_url: str, clock: Clo
         clock=clock,
     )
     bridge = SyncBridge(settings.thread_pool_size)
+    files = WorkspaceFiles(accounts, blobs, bridge, max_bytes=settings.max_upload_bytes)
     return Container(
-        settings, database_url, nats_url, sessions, views, checkpoints, bridge, accounts
+        settings, database_url, nats_url, sessions, views, checkpoints, bridge, accounts, files
     )
 
 

@@ -12,13 +12,16 @@ from adapters.settings import Settings
 from application.accounts import AccountService
 from application.bridge import SyncBridge
 from application.sessions import SessionService
+from application.workspace_files import WorkspaceFiles
 from projections.accounts import AccountsView
 from projections.budgets import BudgetsView
 from projections.usage import UsageView
 from projections.usage_queries import UsageQueries
 from projections.view import View
+from projections.workspace_files import WorkspaceFilesView
 
-ACCOUNTS_VIEWS = frozenset({AccountsView.name, BudgetsView.name})  # fed by the accounts' log
+# Fed by the accounts' log (workspace folders live there too).
+ACCOUNTS_VIEWS = frozenset({AccountsView.name, BudgetsView.name, WorkspaceFilesView.name})
 
 
 @dataclass
@@ -33,6 +36,7 @@ class Container:
     checkpoints: PostgresTrackingRecorder
     bridge: SyncBridge
     accounts: AccountService
+    files: WorkspaceFiles  # on the accounts' store and the blob store
 
     @property
     def recorder(self) -> PostgresApplicationRecorder:

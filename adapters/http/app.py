@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresFactory
-from litestar import Litestar
+from litestar import Litestar, Router
 from litestar.di import Provide
 from litestar.middleware import DefineMiddleware
 from litestar.types import ControllerRouterHandler
@@ -38,6 +38,7 @@ from adapters.http.skills import SkillController
 from adapters.http.tools import ToolController
 from adapters.http.uploads import SessionUploads, UploadController
 from adapters.http.usage import Billing, UsageController
+from adapters.http.workspace_files import FileListing, workspace_files_router
 from adapters.nats.session_feed import SessionFeed
 from adapters.services import Services
 from adapters.system import Engine
@@ -49,6 +50,7 @@ from projections.budgets import BudgetsView
 from projections.confirmations import ConfirmationsView
 from projections.sessions import SessionsView
 from projections.working_memory import WorkingMemoryView
+from projections.workspace_files import WorkspaceFilesView
 
 MAX_BODY = 2 * 1024 * 1024  # a 1 MiB message plus its JSON envelope fits; more is refused
 HANDLERS: list[ControllerRouterHandler] = [
@@ -101,7 +103,7 @@ def create_app(
             await services.stop()
 
     app = Litestar(
-        route_handlers=[*HANDLERS, docs_assets()],
+        route_handlers=[*HANDLERS, docs_assets(), _files_router(container, waiter)],
         dependencies=_dependencies(container, feed, engine, views, access, probes),
         # Outermost first: metrics see every answer; limits and idempotency know the user.
         middleware=[
@@ -174,6 +176,15 @@ def _artifact_lookup(container: Container, waiter: ViewWaiter, access: Access) -
     assert isinstance(view, ArtifactsView)
     head = _log_recorder(container, view.name).max_notification_id
     return ArtifactLookup(view, waiter, head, access, container.bridge)
+
+
+def _files_router(container: Container, waiter: ViewWaiter) -> Router:
+    view = container.views[WorkspaceFilesView.name]
+    assert isinstance(view, WorkspaceFilesView)
+    head = _log_recorder(container, view.name).max_notification_id
+    return workspace_files_router(
+        container.files, FileListing(view, waiter, head, container.bridge)
+    )
 
 
 def _log_recorder(container: Container, view: str) -> PostgresApplicationRecorder:

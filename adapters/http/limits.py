@@ -4,7 +4,8 @@ The caller is the authenticated user (`request.user.user_id`); before login (reg
 login, refresh) it is the client address. Every request but the operational ones
 (`/health`, `/readiness`, `/metrics`, `/schema*`) counts towards the request limit; an
 SSE endpoint also takes one of the caller's stream slots for as long as its response
-streams, and an upload also counts towards the upload limit. Over a limit: 429
+streams, and an upload (a session attachment, a workspace file) also counts towards
+the upload limit. Over a limit: 429
 `RATE_LIMITED` with `Retry-After`. A refused request uses up nothing.
 
 The counters live in memory, per process: with several API processes behind a
@@ -34,7 +35,7 @@ Limit = Literal["requests", "streams", "uploads"]
 
 EXEMPT = re.compile(r"^/(health|readiness|metrics)$|^/schema")
 STREAMS = re.compile(r"^(POST /api/v1/chat/[^/]+/message|GET /api/v1/sessions/[^/]+/stream)$")
-UPLOADS = re.compile(r"^POST /api/v1/sessions/[^/]+/attachments$")
+UPLOADS = re.compile(r"^POST /api/v1/(sessions/[^/]+/attachments|workspaces/[^/]+/files/?)$")
 STREAM_RETRY_AFTER = 5  # seconds: nothing tells when a stream will end; ask again soon
 WINDOW = 60.0
 

@@ -347,8 +347,9 @@ def test_metrics_show_requests_streams_events_lags_and_tokens(start_server: Star
             lags = [v for (name, _), v in m.items() if name == "tokendance_projection_lag_events"]
             ready = (
                 m[("tokendance_sse_streams_open", ())] == 0
-                # sessions, working_memory, confirmations, accounts, usage, budgets, artifacts
-                and len(lags) == 7
+                # sessions, working_memory, confirmations, accounts, usage, budgets, artifacts,
+                # workspace_files
+                and len(lags) == 8
                 and not any(lags)
                 and m.get(("tokendance_relay_lag_events", ())) == 0
                 and m[("tokendance_model_tokens_total", (("kind", "input"),))] == 1200

@@ -61,6 +61,7 @@ def test_serve_starts_everything_answers_health_and_stops_cleanly(data_root: Pat
             "usage",
             "budgets",
             "artifacts",
+            "workspace_files",
         ]
         postgres_pid = int((data_dir / "postgres" / "postmaster.pid").read_text().split()[0])
     finally:

@@ -1,0 +1,216 @@
+"""Workspace files over HTTP: list, upload, download, delete.
+
+Members of a workspace list and download its files; its writers (owner, admin,
+member) upload and delete. Another tenant's workspace, and any file id that is not
+one of the workspace's, answer 404 as if unknown. The list comes from the workspace
+files read model (after it has caught up with the accounts' log, briefly); a file by
+id comes from the workspace's folder itself, so a file just uploaded downloads at once.
+
+An upload is a multipart form: the file in the field `file`, and optionally the
+`path` to keep it at (default: the file's own name). At most
+`TOKENDANCE_MAX_UPLOAD_BYTES` (413 over it), never empty (400); a path outside the
+workspace, or with NUL or other control characters, is a 400; nothing is stored for
+any of them. Uploads count towards the per-user upload rate limit
+(adapters/http/limits.py). Files are bytes: nothing is unpacked, parsed or run here.
+
+A download streams the bytes through the API as an attachment (with `nosniff`, so a
+browser never renders an uploaded page). With `?redirect=true` and a blob store that
+presigns URLs (S3), it answers 307 to a short-lived presigned URL instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Protocol, runtime_checkable
+from uuid import UUID
+
+from litestar import Controller, Request, Response, Router, delete, get, post
+from litestar.datastructures import State, UploadFile
+from litestar.di import Provide
+from litestar.enums import MediaType, RequestEncodingType
+from litestar.exceptions.http_exceptions import RequestEntityTooLarge
+from litestar.params import Body
+from litestar.response import Redirect
+from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
+
+from adapters.http.artifacts import content_disposition
+from adapters.http.deps import Access, Caller
+from adapters.http.errors import ApiError, error_response
+from adapters.http.read_your_writes import ViewWaiter
+from application.bridge import SyncBridge
+from application.workspace_files import WorkspaceFiles
+from domain.workspace_files import Author, ByAgent, ByUser, WorkspaceFile
+from projections.workspace_files import FileRow, WorkspaceFilesView
+from schemas.workspace_files import FileAuthor, WorkspaceFileOut, WorkspaceFilePage
+
+MULTIPART_SLACK = 64 * 1024  # room for the form's boundaries, part headers and `path`
+
+
+@dataclass
+class FileForm:
+    file: UploadFile
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class FileListing:
+    """The workspace files read model, read once it has what the accounts' log held."""
+
+    view: WorkspaceFilesView
+    waiter: ViewWaiter
+    head: Callable[[], int | None]  # the newest notification id of the accounts' log
+    bridge: SyncBridge
+
+    async def files(self, workspace_id: UUID) -> list[FileRow]:
+        position = await self.bridge(self.head)
+        await self.waiter.wait_for(WorkspaceFilesView.name, position or 0)
+        return await self.bridge(self.view.files, workspace_id)
+
+
+@runtime_checkable
+class DownloadUrls(Protocol):
+    """A blob store that hands out presigned download URLs (adapters/blobs/s3.py)."""
+
+    async def download_url(self, sha256: str, *, media_type: str, disposition: str) -> str: ...
+
+
+class WorkspaceFilesController(Controller):
+    path = "/api/v1/workspaces/{workspace_id:uuid}/files"
+    tags = ["files"]
+
+    @get("/")
+    async def list_files(
+        self, workspace_id: UUID, request: Caller, access: Access, listing: FileListing
+    ) -> WorkspaceFilePage:
+        """The workspace's files, by path, with who made and last changed each."""
+        await access.workspace(request.user, workspace_id)
+        return WorkspaceFilePage([_row_out(row) for row in await listing.files(workspace_id)])
+
+    @post("/", status_code=HTTP_201_CREATED)
+    async def upload(
+        self,
+        workspace_id: UUID,
+        data: Annotated[FileForm, Body(media_type=RequestEncodingType.MULTI_PART)],
+        request: Caller,
+        access: Access,
+        files: WorkspaceFiles,
+    ) -> WorkspaceFileOut:
+        """Upload a file (multipart field `file`; `path` to keep it elsewhere than its name).
+        A file already at that path gets a new version."""
+        try:
+            await access.workspace(request.user, workspace_id, write=True)
+            content = await data.file.read(files.max_bytes + 1)
+        finally:
+            await data.file.close()
+        if len(content) > files.max_bytes:
+            raise _too_large(files.max_bytes)
+        if not content:
+            raise ApiError(400, "the file is empty: upload a file with something in it")
+        path = data.path if data.path is not None and data.path.strip() else data.file.filename
+        by = ByUser(request.user.user_id)
+        file = await files.write(workspace_id, path, content, data.file.content_type, by)
+        return _file_out(workspace_id, file)
+
+    @get("/{file_id:uuid}", media_type="application/octet-stream")
+    async def download(
+        self,
+        workspace_id: UUID,
+        file_id: UUID,
+        request: Caller,
+        access: Access,
+        files: WorkspaceFiles,
+        redirect: bool = False,
+    ) -> Response[bytes] | Redirect:
+        """The file's bytes, with its media type and name (`redirect=true`: a 307 to a
+        presigned URL, where the blob store has them)."""
+        await access.workspace(request.user, workspace_id)
+        file = await files.file(workspace_id, file_id)
+        disposition = content_disposition(file.name)
+        if redirect and isinstance(files.blobs, DownloadUrls):
+            url = await files.blobs.download_url(
+                file.blob_ref, media_type=file.media_type, disposition=disposition
+            )
+            return Redirect(url, status_code=307, media_type=MediaType.TEXT)
+        return _bytes(await files.bytes_of(file), file.media_type, disposition)
+
+    @delete("/{file_id:uuid}", status_code=HTTP_204_NO_CONTENT)
+    async def delete_file(
+        self,
+        workspace_id: UUID,
+        file_id: UUID,
+        request: Caller,
+        access: Access,
+        files: WorkspaceFiles,
+    ) -> None:
+        """Delete the file (its history stays in the workspace's log)."""
+        await access.workspace(request.user, workspace_id, write=True)
+        await files.delete_id(workspace_id, file_id, ByUser(request.user.user_id))
+
+
+def workspace_files_router(files: WorkspaceFiles, listing: FileListing) -> Router:
+    """The files API, with its body limit (the upload limit and the form around it)."""
+    limit = files.max_bytes
+
+    def too_large(_: Request[object, object, State], __: Exception) -> Response[dict[str, str]]:
+        error = _too_large(limit)
+        return error_response(413, str(error.detail), error.code)
+
+    return Router(
+        "/",
+        route_handlers=[WorkspaceFilesController],
+        dependencies={
+            "files": Provide(lambda: files, sync_to_thread=False),
+            "listing": Provide(lambda: listing, sync_to_thread=False),
+        },
+        request_max_body_size=limit + MULTIPART_SLACK,
+        exception_handlers={RequestEntityTooLarge: too_large},
+    )
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(
+        413,
+        f"a workspace file may have at most {limit:,} bytes (TOKENDANCE_MAX_UPLOAD_BYTES)",
+        "PAYLOAD_TOO_LARGE",
+    )
+
+
+def _bytes(data: bytes, media_type: str, disposition: str) -> Response[bytes]:
+    headers = {
+        "Content-Disposition": disposition,
+        "X-Content-Type-Options": "nosniff",
+        "Content-Security-Policy": "sandbox",
+    }
+    kind, _, params = media_type.partition(";")
+    if kind.strip().startswith("text/"):  # Litestar adds `; charset=` to text types itself
+        charset = params.partition("charset=")[2].split(";")[0].strip() or "utf-8"
+        return Response(data, media_type=kind.strip(), headers=headers, encoding=charset)
+    return Response(data, media_type=media_type, headers=headers)
+
+
+def _author(by: Author) -> FileAuthor:
+    match by:
+        case ByUser(user_id=user_id):
+            return FileAuthor(kind="user", id=user_id)
+        case ByAgent(session_id=session_id):
+            return FileAuthor(kind="agent", id=session_id)
+
+
+def _file_out(workspace_id: UUID, file: WorkspaceFile) -> WorkspaceFileOut:
+    return WorkspaceFileOut(
+        id=file.file_id, workspace_id=workspace_id, path=file.path, name=file.name,
+        size=file.size, sha256=file.blob_ref, media_type=file.media_type, version=file.version,
+        created_by=_author(file.created_by), updated_by=_author(file.updated_by),
+    )  # fmt: skip
+
+
+def _row_out(row: FileRow) -> WorkspaceFileOut:
+    return WorkspaceFileOut(
+        id=row.file_id, workspace_id=row.workspace_id, path=row.path,
+        name=row.path.rsplit("/", 1)[-1], size=row.size, sha256=row.blob_ref,
+        media_type=row.media_type, version=row.version, created_at=row.created_at,
+        updated_at=row.updated_at,
+        created_by=FileAuthor(kind=row.created_by_kind, id=row.created_by),
+        updated_by=FileAuthor(kind=row.updated_by_kind, id=row.updated_by),
+    )  # fmt: skip
