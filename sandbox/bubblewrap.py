@@ -95,6 +95,14 @@ class BubblewrapSandbox:
         self.bwrap = bwrap
         self._checked = True
 
+    def available(self) -> bool:
+        """Whether runs can work here (`check` says why not)."""
+        try:
+            self.check()
+        except SandboxUnavailable:
+            return False
+        return True
+
     async def run(self, run: SandboxRun) -> SandboxResult:
         if not self._checked:
             await asyncio.to_thread(self.check)

@@ -84,6 +84,8 @@ async def test_file_names_that_leave_the_work_directory_are_refused(
 
 async def test_without_bubblewrap_the_sandbox_says_how_to_get_it(sandbox_root: Path) -> None:
     missing = BubblewrapSandbox(sandbox_root, bwrap="/nonexistent/bwrap")
+    assert not missing.available()
+    assert BubblewrapSandbox(sandbox_root).available()
     with pytest.raises(SandboxUnavailable, match="apt-get install bubblewrap"):
         await missing.run(SandboxRun(argv=("true",)))
     assert SandboxUnavailable.code == "SANDBOX_UNAVAILABLE"
