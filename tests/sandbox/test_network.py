@@ -4,6 +4,7 @@ proxy, every other destination is refused; without an allowlist, no network."""
 from __future__ import annotations
 
 import asyncio
+import shutil
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +17,10 @@ from sandbox.proxy import Allowlist, FilteringProxy, public_addresses, valid_pat
 from sandbox.python import python_argv
 from tests.sandbox.conftest import LIMITS, needs_bwrap
 
+needs_socat = pytest.mark.skipif(
+    shutil.which("socat") is None,
+    reason="the in-sandbox bridge to the proxy needs socat (apt-get install socat)",
+)
 TEST_DOMAINS = {"allowed.test", "api.allowed.test", "other.test"}
 
 
@@ -122,6 +127,7 @@ fetch("direct", lambda: socket.create_connection(("127.0.0.1", PORT), timeout=2)
 
 
 @needs_bwrap
+@needs_socat
 async def test_allowed_domains_are_reachable_from_the_sandbox_and_others_are_not(
     sandbox_root: Path, upstream: tuple[int, list[str]]
 ) -> None:
