@@ -3,8 +3,8 @@
 #
 #   sandbox/build_image.sh               no registry needed: a minimal Debian root
 #                                        filesystem (debootstrap from Debian's packages:
-#                                        python3, numpy, pandas, matplotlib) imported as
-#                                        the image; needs root
+#                                        python3, numpy, pandas, matplotlib, socat)
+#                                        imported as the image; needs root
 #   sandbox/build_image.sh --dockerfile  where the engine reaches a registry:
 #                                        sandbox/Dockerfile (python:3.11-slim + pip)
 #
@@ -19,7 +19,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 IMAGE=${IMAGE:-tokendance-sandbox:latest}
 DEBIAN_SUITE=${DEBIAN_SUITE:-bookworm}
-PACKAGES=python3,python3-numpy,python3-pandas,python3-matplotlib
+# socat bridges the proxy's socket to the loopback port HTTP(S)_PROXY names (allowed
+# domains); ca-certificates lets HTTPS through it verify.
+PACKAGES=python3,python3-numpy,python3-pandas,python3-matplotlib,socat,ca-certificates
 
 pick_engine() {
     if [[ -n ${ENGINE:-} ]]; then

@@ -1,6 +1,8 @@
 """DockerSandbox: runs untrusted code in a throwaway container of the sandbox image.
 
-The container has no network (its loopback only), a read-only root filesystem, a
+The container has no network (its loopback only: allowed domains are reached through
+the host's filtering proxy, its unix socket mounted in and bridged to a loopback port
+as the bubblewrap runner does), a read-only root filesystem, a
 size-capped /tmp, memory, CPU and pids limits, rlimits on CPU time, file size and open
 files, no capability, no privilege gain, a non-root uid of its own and only the
 environment set here. Its one writable mount is the run's fresh work directory, a
@@ -18,7 +20,7 @@ import os
 import signal
 import tempfile
 import time
-from collections.abc import Awaitable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,9 +38,12 @@ from application.ports import (
     SandboxUnavailable,
 )
 from sandbox import workdir
-from sandbox.command import PASSED_ON
+
+# _BRIDGE: the bubblewrap runner's loopback-to-proxy-socket bridge, used as it is.
+from sandbox.command import _BRIDGE, PASSED_ON, PROXY_PORT, PROXY_SOCKET
 from sandbox.limits import ended_by, exit_code
 from sandbox.output import CappedStream
+from sandbox.proxy import FilteringProxy, Resolver, public_addresses
 from sandbox.uids import HostUids
 
 DEFAULT_IMAGE = "tokendance-sandbox:latest"
@@ -67,11 +72,12 @@ class DockerSandbox:
         work_bytes: int = 256 * 1024 * 1024,
         work_files: int = 10_000,
         uids: HostUids | None = None,
+        resolve: Resolver = public_addresses,
     ) -> None:
         """`client`: None builds one from DOCKER_HOST on first use. `root`: where work
         directories are made (default: the temporary directory). `work_bytes` and
         `work_files`: what a run may add to its work directory. `uids`: the host uids
-        runs get when the server is root."""
+        runs get when the server is root. `resolve`: the proxy's name resolver."""
         self._client = client
         self.image = image
         self.root = root
@@ -79,15 +85,10 @@ class DockerSandbox:
         self.work_bytes = work_bytes
         self.work_files = work_files
         self.uids = uids or HostUids()
+        self.resolve = resolve
         self._image_found = False
 
     async def run(self, run: SandboxRun) -> SandboxResult:
-        if run.allow_domains:
-            raise SandboxUnavailable(
-                "the docker sandbox has no network allowlist yet, so it cannot allow "
-                f"{', '.join(run.allow_domains)}: use the bubblewrap sandbox "
-                "(TOKENDANCE_SANDBOX=bubblewrap) or allow no domains"
-            )
         try:
             return await self._run(run)
         except ImageNotFound:
@@ -108,23 +109,40 @@ class DockerSandbox:
             user = f"{uid}:{uid}" if owner else f"{os.getuid()}:{os.getgid()}"
             base = Path(tempfile.mkdtemp(prefix="tokendance-docker-", dir=self.root))
             try:
-                work = await asyncio.to_thread(workdir.create, base, run.files, owner)
-                stdin = base / "stdin" if run.stdin else None
-                if stdin is not None:
-                    stdin.write_bytes(run.stdin)
-                container = await asyncio.to_thread(
-                    self._create, client, run, _Paths(work, stdin), user
-                )
-                try:
-                    ended = await self._supervise(container, run, work)
-                finally:
-                    await asyncio.to_thread(container.remove, force=True)
-                files = await asyncio.to_thread(
-                    workdir.changed, work, run.files, self.work_bytes, self.work_files
-                )
+                async with self._proxy(run, base, owner) as proxy:
+                    paths = await asyncio.to_thread(_Paths.make, base, run, owner, proxy)
+                    return await self._contain(client, run, paths, user)
             finally:
                 await asyncio.to_thread(workdir.remove, base)
+
+    async def _contain(
+        self, client: docker.DockerClient, run: SandboxRun, paths: _Paths, user: str
+    ) -> SandboxResult:
+        """The run in a container, always removed; then what it wrote."""
+        container = await asyncio.to_thread(self._create, client, run, paths, user)
+        try:
+            ended = await self._supervise(container, run, paths.work)
+        finally:
+            await asyncio.to_thread(container.remove, force=True)
+        files = await asyncio.to_thread(
+            workdir.changed, paths.work, run.files, self.work_bytes, self.work_files
+        )
         return ended.result(files)
+
+    @contextlib.asynccontextmanager
+    async def _proxy(
+        self, run: SandboxRun, base: Path, owner: tuple[int, int] | None
+    ) -> AsyncIterator[Path | None]:
+        """The host end of the run's proxy socket, or None: no network at all."""
+        if not run.allow_domains:
+            yield None
+            return
+        path = base / "proxy.sock"
+        async with FilteringProxy(run.allow_domains, resolve=self.resolve).listening(str(path)):
+            if owner is not None:
+                os.chown(path, *owner)
+            os.chmod(path, 0o600)
+            yield path
 
     def _ready(self) -> docker.DockerClient:
         """The client, its engine answering and the image there (checked once)."""
@@ -147,7 +165,7 @@ class DockerSandbox:
             paths.argv(run.argv),
             user=user,
             working_dir=WORK_DIR,
-            environment=self._environment(),
+            environment={**self._environment(), **paths.environment()},
             network_mode="none",
             read_only=True,
             mounts=list(paths.mounts()),
@@ -241,21 +259,45 @@ class DockerSandbox:
 
 @dataclass(frozen=True)
 class _Paths:
-    """The run's work directory, and the file holding its stdin (if it has any)."""
+    """Host paths of one run: its work directory, the file holding its stdin and its
+    proxy's socket (when it has them)."""
 
     work: Path
     stdin: Path | None
+    proxy: Path | None
+
+    @classmethod
+    def make(
+        cls, base: Path, run: SandboxRun, owner: tuple[int, int] | None, proxy: Path | None
+    ) -> _Paths:
+        work = workdir.create(base, run.files, owner)
+        stdin = base / "stdin" if run.stdin else None
+        if stdin is not None:
+            stdin.write_bytes(run.stdin)
+        return cls(work, stdin, proxy)
 
     def mounts(self) -> Iterator[Mount]:
         yield Mount(target=WORK_DIR, source=str(self.work), type="bind", read_only=False)
         if self.stdin is not None:
             yield Mount(target=STDIN_PATH, source=str(self.stdin), type="bind", read_only=True)
+        if self.proxy is not None:
+            yield Mount(target=PROXY_SOCKET, source=str(self.proxy), type="bind")
 
     def argv(self, argv: tuple[str, ...]) -> list[str]:
-        if self.stdin is None:
-            return list(argv)  # stdin is /dev/null
-        # An engine feeds stdin only to a client attached for it; a file is simpler.
-        return ["/bin/sh", "-c", f'exec "$@" <{STDIN_PATH}', "sh", *argv]
+        command = list(argv)
+        if self.proxy is not None:
+            command = ["/bin/sh", "-c", _BRIDGE.format(socat="/usr/bin/socat"), "sh", *command]
+        if self.stdin is not None:
+            # An engine feeds stdin only to a client attached for it; a file is simpler.
+            command = ["/bin/sh", "-c", f'exec "$@" <{STDIN_PATH}', "sh", *command]
+        return command  # with no stdin file, stdin is /dev/null
+
+    def environment(self) -> dict[str, str]:
+        """The proxy variables, when the run has a proxy."""
+        if self.proxy is None:
+            return {}
+        url = f"http://127.0.0.1:{PROXY_PORT}"
+        return {name: url for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")}
 
 
 def _ulimits(limits: SandboxLimits) -> list[Ulimit]:

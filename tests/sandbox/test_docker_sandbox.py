@@ -8,6 +8,7 @@ refusals that need no engine run everywhere.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import textwrap
@@ -221,6 +222,17 @@ async def test_sleeping_past_the_wall_clock_is_killed(
     assert sandbox_containers(client) == []
 
 
+async def test_a_run_given_up_by_its_caller_leaves_nothing_behind(
+    client: docker.DockerClient, tmp_path: Path
+) -> None:
+    sandbox = DockerSandbox(client, image=IMAGE, root=tmp_path)
+    code = "import time; print('started', flush=True); time.sleep(120)"
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(python(sandbox, code), timeout=3)
+    assert sandbox_containers(client) == []
+    assert list(tmp_path.iterdir()) == []
+
+
 async def test_a_memory_bomb_is_killed_at_the_memory_limit(sandbox: DockerSandbox) -> None:
     limits = SandboxLimits(wall_seconds=30.0, memory_bytes=128 * 1024 * 1024)
     code = """
@@ -321,7 +333,45 @@ async def test_no_engine_says_how_to_start_one(
     assert raised.value.code == "SANDBOX_UNAVAILABLE"
 
 
-async def test_allowed_domains_are_refused_until_a_proxy_exists() -> None:
-    run = SandboxRun(("true",), allow_domains=("pypi.org",))
-    with pytest.raises(SandboxUnavailable, match="no network allowlist"):
-        await DockerSandbox().run(run)
+async def resolve_test_domains(host: str, port: int) -> list[str]:
+    """*.test names are this machine's loopback, where the fake upstream listens."""
+    return ["127.0.0.1"] if host.endswith(".test") else []
+
+
+async def test_allowed_domains_are_reached_through_the_proxy_and_nothing_else(
+    client: docker.DockerClient,
+) -> None:
+    asked: list[str] = []
+
+    async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        asked.append((await reader.readline()).decode().strip())
+        writer.write(b"HTTP/1.0 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(upstream, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    code = f"""
+import socket, urllib.request
+for host in ('allowed.test', 'other.test'):
+    try:
+        print(host, urllib.request.urlopen(f'http://{{host}}:{port}/x', timeout=10).read())
+    except OSError as e:
+        print(host, 'refused', e)
+try:
+    socket.create_connection(('127.0.0.1', {port}), timeout=3)
+    print('direct connected')
+except OSError:
+    print('direct refused')
+"""
+    sandbox = DockerSandbox(client, image=IMAGE, resolve=resolve_test_domains)
+    run = SandboxRun(
+        ("python3", "-I", "-"), stdin=code.encode(), limits=FAST, allow_domains=("allowed.test",)
+    )
+    async with server:
+        result = await sandbox.run(run)
+    lines = result.stdout.splitlines()
+    assert lines[0] == "allowed.test b'hello'", result.stdout + result.stderr
+    assert lines[1].startswith("other.test refused HTTP Error 403")
+    assert lines[2] == "direct refused"
+    assert asked == ["GET /x HTTP/1.1"]
