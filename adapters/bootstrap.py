@@ -51,7 +51,15 @@ from application.accounts import THIRTY_DAYS, AccountService
 from application.bridge import SyncBridge
 from application.budget_guard import BudgetEnforcer, BudgetGuard
 from application.manual_tools import ManualTools
-from application.ports import LLM, BlobStore, DeltaSink, LLMNotConfigured, TokenCounter
+from application.ports import (
+    LLM,
+    BlobStore,
+    DeltaSink,
+    LLMNotConfigured,
+    Sandbox,
+    SandboxLimits,
+    TokenCounter,
+)
 from application.replay import ReplayBudgets, ReplayEngine
 from application.runner import AgentRunner, EngineSettings
 from application.runs import RunScheduler
@@ -60,6 +68,7 @@ from application.skills import SkillMatcher, SkillRegistry, builtin_skills_dir
 from application.skills.service import Skills
 from application.tools.activate_skill import ActivateSkill
 from application.tools.base import AnyTool
+from application.tools.code_execute import CodeExecute
 from application.tools.create_doc import CreateDoc
 from application.tools.files import file_tools
 from application.tools.notes import NoteProgress, RecordFinding, UpdatePlan
@@ -67,6 +76,7 @@ from application.tools.read_source import ReadSource
 from application.tools.read_url import ReadUrl
 from application.tools.registry import ToolRegistry
 from application.tools.skill_files import ReadSkillFile
+from application.tools.skill_script import RunSkillScript
 from application.tools.web_search import WebSearchTool
 from application.workspace_files import WorkspaceFiles
 from domain.pricing import PriceTable
@@ -79,6 +89,8 @@ from projections.usage import UsageView
 from projections.view import TRACKING_TABLE, View
 from projections.working_memory import WorkingMemoryView
 from projections.workspace_files import WorkspaceFilesView
+from sandbox.bubblewrap import BubblewrapSandbox
+from sandbox.docker import DockerSandbox
 
 if TYPE_CHECKING:  # the SDK is imported only when spans are exported
     from opentelemetry.sdk.trace import TracerProvider
@@ -242,12 +254,33 @@ def build_tools(settings: Settings, *, files: WorkspaceFiles | None = None) -> l
     search = build_web_search(settings.tavily_api_key, settings.tavily_url)
     reader = HttpPageReader(AllowList.parse(settings.fetch_allow))
     skills = build_skills(settings)
+    sandbox, limits = build_sandbox(settings), sandbox_limits(settings)
+    code = CodeExecute(
+        sandbox, limits=limits, max_wall_seconds=settings.sandbox_max_timeout, files=files,
+        allow_domains=settings.sandbox_allow_domains,
+    )  # fmt: skip
     return [
         UpdatePlan(), RecordFinding(), NoteProgress(), WebSearchTool(search), ReadUrl(reader),
         ReadSource(),
         ActivateSkill(skills), ReadSkillFile(skills), CreateDoc(ReportLabDocumentRenderer()),
-        *file_tools(files),
+        *file_tools(files), code, RunSkillScript(sandbox, skills, limits=limits),
     ]  # fmt: skip
+
+
+def build_sandbox(settings: Settings) -> Sandbox:
+    """Where code runs: bubblewrap on this machine (work directories in the data
+    directory), or a Docker-API engine running the sandbox image."""
+    if settings.sandbox == "docker":
+        return DockerSandbox(image=settings.sandbox_image)
+    return BubblewrapSandbox(settings.data_dir / "sandbox")
+
+
+def sandbox_limits(settings: Settings) -> SandboxLimits:
+    seconds = settings.sandbox_timeout
+    return SandboxLimits(
+        wall_seconds=float(seconds), cpu_seconds=seconds,
+        memory_bytes=settings.sandbox_memory_mb * 2**20, processes=settings.sandbox_processes,
+    )  # fmt: skip
 
 
 def build_blobs(settings: Settings) -> BlobStore:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 import mimetypes
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import PurePosixPath
-from typing import Annotated, Protocol
+from typing import Annotated
 
 import msgspec
 from msgspec import Meta
@@ -29,8 +29,14 @@ from application.ports import (
     ToolExecutionError,
 )
 from application.tools.base import Tool, ToolContext
+from application.workspace_files import WorkspaceFiles
+from domain.errors import DomainError
 from domain.values import ArtifactKind
+from domain.workspace_files import ByAgent
 
+# No .pyc files written; no user site. Not -I: the work directory stays importable, so
+# code can import the helper modules it wrote there.
+PYTHON = ("python3", "-B", "-s")
 MAX_FILES_SHOWN = 30
 OUTPUT_SHOWN = 1200  # characters of stdout and of stderr the result shows (head and tail)
 MAX_INPUT_BYTES = 256 * 1024 * 1024  # the workspace's files copied into one run, at most
@@ -49,32 +55,18 @@ LIMITS_SAID: Mapping[SandboxLimit, str] = {
 }
 
 
-class FileEntry(Protocol):
-    @property
-    def path(self) -> str: ...
-
-
-class WorkspaceFileStore(Protocol):
-    """What the tool needs of the workspace's files (`application.workspace_files`)."""
-
-    async def list(self, workspace_id: object) -> Sequence[FileEntry]: ...
-
-    async def read(self, workspace_id: object, path: str) -> bytes: ...
-
-    async def write(
-        self, workspace_id: object, path: str, data: bytes, media_type: str, by: str
-    ) -> object: ...
-
-
 class CodeExecuteArgs(msgspec.Struct, forbid_unknown_fields=True):
     code: Annotated[
         str,
         Meta(min_length=1, max_length=200_000, description="Python 3.11 source to run."),
     ]
-    timeout: Annotated[
-        int | None,
-        Meta(ge=1, description="Seconds of wall-clock time; default and maximum per server."),
-    ] = None
+    timeout: (
+        Annotated[
+            int,
+            Meta(ge=1, description="Seconds of wall-clock time; default and maximum per server."),
+        ]
+        | None
+    ) = None
 
 
 class CodeExecuteError(ToolExecutionError):
@@ -103,8 +95,8 @@ class CodeExecute(Tool[CodeExecuteArgs]):
         *,
         limits: SandboxLimits,
         max_wall_seconds: float,
-        python: tuple[str, ...] = ("python3",),
-        files: WorkspaceFileStore | None = None,
+        python: tuple[str, ...] = PYTHON,
+        files: WorkspaceFiles | None = None,
         allow_domains: tuple[str, ...] = (),
     ) -> None:
         self.sandbox = sandbox
@@ -120,7 +112,7 @@ class CodeExecute(Tool[CodeExecuteArgs]):
         inputs = await self._workspace_files(context)
         result = await self.sandbox.run(
             SandboxRun(
-                argv=(*self.python, "-I", "-"),
+                argv=(*self.python, "-"),
                 files=inputs,
                 limits=limits,
                 allow_domains=self.allow_domains,
@@ -170,9 +162,12 @@ class CodeExecute(Tool[CodeExecuteArgs]):
             media_type = mimetypes.guess_type(path)[0] or "application/octet-stream"
             entry: dict[str, object] = {"path": path, "size": len(data)}
             if self.files is not None and context.workspace_id is not None:
-                by = f"session:{context.session_id}"
-                await self.files.write(context.workspace_id, path, data, media_type, by)
-                entry["saved_to_workspace"] = True
+                by = ByAgent(context.session_id)
+                try:
+                    await self.files.write(context.workspace_id, path, data, media_type, by)
+                    entry["saved_to_workspace"] = True
+                except DomainError as e:  # a name or size the workspace refuses
+                    entry["not_saved"] = str(e)
             kind = ARTIFACT_SUFFIXES.get(PurePosixPath(path).suffix.lower())
             if kind is not None:
                 name = PurePosixPath(path).name

@@ -18,10 +18,10 @@ from application.ports import Sandbox, SandboxLimits, SandboxRun, ToolExecutionE
 from application.skills import SkillFileError, folder_files
 from application.skills.service import Skills
 from application.tools.base import Tool, ToolContext
-from application.tools.code_execute import CodeExecuteError, limit_reached, output_report
+from application.tools.code_execute import PYTHON, CodeExecuteError, limit_reached, output_report
 
 SCRIPTS = "scripts"
-RUNNERS = {".py": ("python3", "-I"), ".sh": ("/bin/sh",)}
+SHELL = ("/bin/sh",)
 
 
 class RunSkillScriptArgs(msgspec.Struct, forbid_unknown_fields=True):
@@ -52,7 +52,7 @@ class RunSkillScript(Tool[RunSkillScriptArgs]):
         skills: Skills,
         *,
         limits: SandboxLimits,
-        python: tuple[str, ...] = ("python3",),
+        python: tuple[str, ...] = PYTHON,
     ) -> None:
         self.sandbox = sandbox
         self.skills = skills
@@ -69,7 +69,7 @@ class RunSkillScript(Tool[RunSkillScriptArgs]):
             raise CodeExecuteError(
                 "NOT_A_SCRIPT", f"{args.path} is not in the skill's {SCRIPTS}/ folder"
             )
-        runner = RUNNERS.get(script.suffix)
+        runner = {".py": self.python, ".sh": SHELL}.get(script.suffix)
         if runner is None:
             raise CodeExecuteError(
                 "NOT_A_SCRIPT",
@@ -84,9 +84,8 @@ class RunSkillScript(Tool[RunSkillScriptArgs]):
             raise CodeExecuteError(
                 "NOT_A_SCRIPT", f"skill {skill.name} has no {script}; its scripts: {listed}"
             )
-        argv = (*(self.python + runner[1:] if script.suffix == ".py" else runner), str(script))
         result = await self.sandbox.run(
-            SandboxRun(argv=(*argv, *args.args), files=files, limits=self.limits)
+            SandboxRun(argv=(*runner, str(script), *args.args), files=files, limits=self.limits)
         )
         report = await output_report(result, context)
         if result.limit is not None:

@@ -118,6 +118,7 @@ def make_engine(
     sessions: SessionService | None = None,
     extra_tools: list[AnyTool] | None = None,
     real_delete_file: bool = False,
+    skills_dir: Path | None = None,
 ) -> Engine:
     """The engine as bootstrap wires it, on the in-memory store (or `sessions`), with the
     built-in tools (the file tools on in-memory workspace files) plus the fake
@@ -125,7 +126,7 @@ def make_engine(
     collected per session."""
     delete_file, search = DeleteFile(), FlakySearch()
     deltas = InMemoryDeltaSink()
-    config = Settings(data_dir=tmp_path)  # blobs go to tmp_path / "blobs"
+    config = Settings(data_dir=tmp_path, skills_dir=skills_dir)  # blobs: tmp_path / "blobs"
     bridge, blobs = SyncBridge(4), FilesystemBlobStore(tmp_path / "blobs")
     files = in_memory_files(blobs, bridge, config)
     builtin = build_tools(config, files=files)
