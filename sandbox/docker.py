@@ -19,6 +19,7 @@ import math
 import os
 import signal
 import tempfile
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
 from dataclasses import dataclass
@@ -211,7 +212,7 @@ class DockerSandbox:
         started = time.monotonic()
         try:
             await asyncio.to_thread(container.start)
-            pump = asyncio.to_thread(_pump, stream, loop, out_pipe, err_pipe)
+            pump = _pumped(stream, loop, out_pipe, err_pipe)
             finished = asyncio.ensure_future(_all(pump, out.drain(out_pipe), err.drain(err_pipe)))
             reasons: dict[Awaitable[None], SandboxLimit] = {
                 out.flooded(): "output",
@@ -327,6 +328,37 @@ def _pump(
     finally:
         loop.call_soon_threadsafe(out.feed_eof)
         loop.call_soon_threadsafe(err.feed_eof)
+
+
+def _pumped(
+    stream: Iterator[tuple[bytes | None, bytes | None]],
+    loop: asyncio.AbstractEventLoop,
+    out: asyncio.StreamReader,
+    err: asyncio.StreamReader,
+) -> asyncio.Future[None]:
+    """`_pump` on a thread of its own, done when the output ends. Not the loop's
+    executor: a pump holds its thread for the whole run, and a few concurrent runs
+    would take every thread from the engine calls, the kills among them."""
+    done: asyncio.Future[None] = loop.create_future()
+
+    def settle(error: BaseException | None) -> None:
+        if done.done():  # the run was given up
+            return
+        if error is None:
+            done.set_result(None)
+        else:
+            done.set_exception(error)
+
+    def pump() -> None:
+        try:
+            _pump(stream, loop, out, err)
+        except BaseException as error:
+            loop.call_soon_threadsafe(settle, error)
+        else:
+            loop.call_soon_threadsafe(settle, None)
+
+    threading.Thread(target=pump, name="docker-sandbox-output", daemon=True).start()
+    return done
 
 
 async def _all(*parts: Awaitable[None]) -> None:

@@ -222,6 +222,21 @@ async def test_sleeping_past_the_wall_clock_is_killed(
     assert sandbox_containers(client) == []
 
 
+async def test_concurrent_runs_each_see_their_own_files_and_meet_their_wall_clock(
+    sandbox: DockerSandbox,
+) -> None:
+    # More runs than the event loop's default executor has threads (it has cores + 4).
+    count = min(32, (os.cpu_count() or 1) + 4) + 2
+    code = "import os, time; print(sorted(os.listdir('.')), flush=True); time.sleep(120)"
+    runs = [
+        python(sandbox, code, limits=SandboxLimits(wall_seconds=3.0), files={f"own-{n}": b""})
+        for n in range(count)
+    ]
+    results = await asyncio.gather(*runs)
+    assert [r.stdout for r in results] == [f"['own-{n}']\n" for n in range(count)]
+    assert {r.limit for r in results} == {"wall_time"}
+
+
 async def test_a_run_given_up_by_its_caller_leaves_nothing_behind(
     client: docker.DockerClient, tmp_path: Path
 ) -> None:
