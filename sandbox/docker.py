@@ -108,6 +108,8 @@ class DockerSandbox:
         with self.uids.lease() as uid:
             owner = (uid, uid) if os.geteuid() == 0 else None
             user = f"{uid}:{uid}" if owner else f"{os.getuid()}:{os.getgid()}"
+            if self.root is not None:
+                self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
             base = Path(tempfile.mkdtemp(prefix="tokendance-docker-", dir=self.root))
             try:
                 async with self._proxy(run, base, owner) as proxy:
