@@ -285,7 +285,9 @@ def _apply_input(
         return None
     match e:
         case S.UserMessageAppended(text=text, attachments=attachments, idempotency_key=key):
-            target.append_user_message(sid, text, attachments=attachments, idempotency_key=key)
+            target.append_user_message(
+                sid, text, attachments=attachments, idempotency_key=key, files=e.files
+            )
         case S.RunRequested(run_id=run_id):
             target.request_run(sid, run_id)
             return run_id

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -22,6 +22,7 @@ from application.runner import AgentRunner, RunEnd
 from application.sessions import Receipt, SessionService
 from domain.context import MANUAL_PREFIX
 from domain.session import AgentSession
+from domain.values import AttachedFile
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +52,14 @@ class RunScheduler:
         *,
         attachments: list[str] | None = None,
         idempotency_key: str | None = None,
+        files: Sequence[AttachedFile] = (),
     ) -> Receipt:
         """Append the message, request a run and start it (one command, then a task)."""
         run_id = uuid.uuid4()
         receipt = await self.bridge(
             self.sessions.submit_message,
             session_id, text, run_id, attachments=attachments, idempotency_key=idempotency_key,
+            files=files,
         )  # fmt: skip
         self._spawn(session_id, run_id)
         return receipt

@@ -18,6 +18,7 @@ from domain.fork import fork
 from domain.session import AgentSession
 from domain.values import (
     ArtifactKind,
+    AttachedFile,
     Citation,
     CitedSource,
     ModelCallCost,
@@ -89,10 +90,11 @@ class SessionService(Application[UUID]):
         attachments: list[str] | None = None,
         idempotency_key: str | None = None,
         expected_version: int | None = None,
+        files: Sequence[AttachedFile] = (),
     ) -> Receipt:
         return self._change(
             session_id,
-            lambda s: s.append_user_message(text, attachments, idempotency_key),
+            lambda s: s.append_user_message(text, attachments, idempotency_key, files),
             expected_version,
         )
 
@@ -104,11 +106,12 @@ class SessionService(Application[UUID]):
         *,
         attachments: list[str] | None = None,
         idempotency_key: str | None = None,
+        files: Sequence[AttachedFile] = (),
     ) -> Receipt:
         """Append a user message and request a run for it, together or not at all."""
 
         def submit(s: AgentSession) -> None:
-            s.append_user_message(text, attachments, idempotency_key)
+            s.append_user_message(text, attachments, idempotency_key, files)
             s.request_run(run_id)
 
         return self._change(session_id, submit)

@@ -6,7 +6,14 @@ from typing import Protocol, Self
 
 from eventsourcing.persistence import JSONTranscoder, Transcoding
 
-from domain.values import Citation, CitedSource, PlanItem, RunArtifact, SessionSettings
+from domain.values import (
+    AttachedFile,
+    Citation,
+    CitedSource,
+    PlanItem,
+    RunArtifact,
+    SessionSettings,
+)
 
 
 class ValueObject(Protocol):
@@ -38,3 +45,4 @@ def register_value_objects(transcoder: JSONTranscoder) -> None:
     transcoder.register(AsJson(SessionSettings, "session_settings"))
     transcoder.register(AsJson(CitedSource, "cited_source"))
     transcoder.register(AsJson(RunArtifact, "run_artifact"))
+    transcoder.register(AsJson(AttachedFile, "attached_file"))

@@ -217,9 +217,14 @@ def latest_compaction(events: Sequence[SessionEvent]) -> Compaction | None:
 def _turn_of(e: SessionEvent) -> tuple[Role, list[ContentBlock]] | None:
     """What an event adds to the conversation, if anything."""
     match e:
-        case S.UserMessageAppended(text=text, attachments=attachments):
+        case S.UserMessageAppended(text=text, attachments=attachments, files=files):
             if attachments:
                 text += "\n[attachments: " + ", ".join(attachments) + "]"
+            for f in files:
+                kept = f" (whole text: blob {f.text_blob_ref})" if f.text_blob_ref else ""
+                text += (
+                    f"\n\n[Attached file {f.path} ({f.media_type}, {f.size} bytes){kept}]\n{f.text}"
+                )
             return "user", [TextBlock(text)]
         case S.AssistantTurnRecorded(content=content):
             blocks = [content_block(b) for b in content]

@@ -29,6 +29,7 @@ from domain.errors import (
 from domain.values import (
     TOOL_RESULT_STATUSES,
     ArtifactKind,
+    AttachedFile,
     BudgetScope,
     Citation,
     CitedSource,
@@ -126,8 +127,15 @@ class AgentSession(Aggregate):
 
     class UserMessageAppended(Aggregate.Event):
         text: str
-        attachments: list[str]
+        attachments: list[str]  # blob refs of files uploaded to the session
         idempotency_key: str | None
+        files: list[AttachedFile]  # workspace files it attaches, with their text
+
+        class_version = 2
+
+        @staticmethod
+        def upcast_v1_v2(state: State) -> None:
+            state.setdefault("files", [])
 
     class AssistantTurnRecorded(Aggregate.Event):
         run_id: UUID
@@ -426,15 +434,23 @@ class AgentSession(Aggregate):
     # -- messages and turns -------------------------------------------------
 
     def append_user_message(
-        self, text: str, attachments: list[str] | None = None, idempotency_key: str | None = None
+        self,
+        text: str,
+        attachments: list[str] | None = None,
+        idempotency_key: str | None = None,
+        files: Sequence[AttachedFile] = (),
     ) -> None:
         self._check_open()
         check_message_size(text)
-        self._user_message_appended(text, list(attachments or []), idempotency_key)
+        self._user_message_appended(text, list(attachments or []), idempotency_key, list(files))
 
     @event(UserMessageAppended)
     def _user_message_appended(
-        self, text: str, attachments: list[str], idempotency_key: str | None
+        self,
+        text: str,
+        attachments: list[str],
+        idempotency_key: str | None,
+        files: list[AttachedFile],
     ) -> None:
         pass
 

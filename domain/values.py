@@ -169,6 +169,35 @@ def artifact_id_of(session_id: UUID, version: int) -> UUID:
 
 
 @dataclass(frozen=True)
+class AttachedFile:
+    """A workspace file a user message attaches, as the conversation carries it: its
+    text (whole, or head and tail when long, with the whole kept in `text_blob_ref`)."""
+
+    file_id: UUID
+    path: str
+    media_type: str
+    size: int
+    text: str
+    text_blob_ref: str | None = None
+
+    @classmethod
+    def of(cls, raw: object) -> AttachedFile:
+        if not isinstance(raw, dict):
+            raise InvalidCommand("an attached file must be an object")
+        ref = raw.get("text_blob_ref")
+        return cls(
+            UUID(str(raw["file_id"])), str(raw["path"]), str(raw["media_type"]),
+            int(raw["size"]), str(raw["text"]), None if ref is None else str(ref),
+        )  # fmt: skip
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "file_id": str(self.file_id), "path": self.path, "media_type": self.media_type,
+            "size": self.size, "text": self.text, "text_blob_ref": self.text_blob_ref,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
 class CitedSource:
     """A session source an answer cites: its number (`[n]`), page, and the text cited
     (the passage the model quoted, else the source's snippet)."""

@@ -168,9 +168,18 @@ class ForkBody(msgspec.Struct, forbid_unknown_fields=True):
 # -- chat -----------------------------------------------------------------------
 
 
+class FileAttachment(msgspec.Struct, tag="file", tag_field="type", forbid_unknown_fields=True):
+    """A file of the session's workspace: the agent gets its text with the message."""
+
+    file_id: UUID
+
+
 class ChatMessage(msgspec.Struct, forbid_unknown_fields=True):
     content: Annotated[str, Meta(min_length=1)]
-    attachments: list[Annotated[str, Meta(max_length=200)]] = msgspec.field(default_factory=list)
+    # A blob ref of a file uploaded to the session, or `{type: "file", file_id}`.
+    attachments: Annotated[
+        list[Annotated[str, Meta(max_length=200)] | FileAttachment], Meta(max_length=20)
+    ] = msgspec.field(default_factory=list)
 
 
 class ConfirmBody(msgspec.Struct, forbid_unknown_fields=True):

@@ -163,6 +163,15 @@ class Session(Stored, tag="session", frozen=True):
     model: str | None = None
 
 
+class AttachedFile(msgspec.Struct, frozen=True):
+    """A workspace file a user message attaches (`GET /workspaces/{id}/files/{file_id}`)."""
+
+    file_id: UUID
+    path: str
+    media_type: str
+    size: int
+
+
 class Message(Stored, tag="message", frozen=True):
     """A message of the conversation, as `GET /sessions/{id}/messages` lists it."""
 
@@ -170,6 +179,7 @@ class Message(Stored, tag="message", frozen=True):
     role: Literal["user", "assistant"]
     content: str
     attachments: list[str] | None = None
+    files: list[AttachedFile] | None = None
     thinking: str | None = None
     tool_calls: list[ToolUse] | None = None
     run_id: UUID | None = None

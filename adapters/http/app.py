@@ -209,6 +209,7 @@ def _dependencies(
         "tools": engine.runner.tools,
         "skills": engine.runner.skills or Skills(SkillRegistry(())),
         "blobs": engine.blobs,
+        "workspace_files": container.files,
         "probes": probes,
         "workspaces": WorkspaceDirectory(_accounts_view(container), container.accounts),
         "billing": Billing(

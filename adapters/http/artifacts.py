@@ -13,25 +13,21 @@ import asyncio
 import io
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated
 from urllib.parse import quote
 from uuid import UUID
 
 import pypdf
 from litestar import Controller, Response, get
-from litestar.params import Dependency
 from pypdf.errors import PyPdfError
 
-from adapters.http.deps import Access, Caller
+from adapters.http.deps import Access, Blobs, Caller
 from adapters.http.errors import ApiError
 from adapters.http.read_your_writes import ViewWaiter
 from application.bridge import SyncBridge
-from application.ports import BlobStore
 from domain.errors import SessionNotFound
 from projections.artifacts import ArtifactRow, ArtifactsView
 from schemas.artifacts import ArtifactOut, MarkdownPreview, PdfPreview, Preview
 
-Blobs = Annotated[BlobStore, Dependency(skip_validation=True)]  # a Protocol
 TEXT_TYPES = ("text/", "application/json", "application/x-yaml", "application/yaml")
 
 

@@ -9,18 +9,28 @@ from litestar import Controller, get, post
 from litestar.response import ServerSentEvent
 
 from adapters.http.approval_wait import across_approval, run_waiting
-from adapters.http.deps import Access, Caller, ReadModels
+from adapters.http.deps import Access, Blobs, Caller, ReadModels
 from adapters.http.openapi import SseOperation
 from adapters.http.streaming import run_messages, sse_response
 from adapters.http.uploads import check_attachments
 from adapters.nats.session_feed import SessionFeed
+from application.attachments import attach
 from application.bridge import SyncBridge
 from application.runs import Answer, RunScheduler
 from application.sessions import Receipt, SessionService
+from application.workspace_files import WorkspaceFiles
 from domain.session import AgentSession as S
 from domain.working_memory import WorkingMemory, fold_all
 from domain.working_memory_render import render
-from schemas.api import ChatMessage, ConfirmBody, ConfirmOut, Document, StopOut, WorkingMemoryOut
+from schemas.api import (
+    ChatMessage,
+    ConfirmBody,
+    ConfirmOut,
+    Document,
+    FileAttachment,
+    StopOut,
+    WorkingMemoryOut,
+)
 
 DEFAULT_APPROVAL_WAIT = 600.0  # seconds (the app's settings say otherwise)
 
@@ -33,6 +43,7 @@ class ChatController(Controller):
     async def send_message(
         self, session_id: UUID, data: ChatMessage, request: Caller, access: Access,
         sessions: SessionService, scheduler: RunScheduler, feed: SessionFeed, bridge: SyncBridge,
+        workspace_files: WorkspaceFiles, blobs: Blobs,
     ) -> ServerSentEvent:  # fmt: skip
         """Append the message, start a run, and stream it (SSE) until it ends.
 
@@ -43,14 +54,18 @@ class ChatController(Controller):
         `Idempotency-Key` already used in this session nothing is appended: the run
         that the first request started is streamed again, from its message.
         """
-        await access.session(request.user, session_id, write=True)
+        session = await access.session(request.user, session_id, write=True)
         key = request.headers.get("idempotency-key")
         first = None if key is None else await bridge(_first_use, sessions, session_id, key)
         if first is None:
-            await check_attachments(request.app.state, bridge, session_id, data.attachments)
+            uploads = [a for a in data.attachments if isinstance(a, str)]
+            file_ids = [a.file_id for a in data.attachments if isinstance(a, FileAttachment)]
+            await check_attachments(request.app.state, bridge, session_id, uploads)
+            attached = await attach(workspace_files, blobs, session.workspace_id, file_ids)
             receipt = await scheduler.send_message(
-                session_id, data.content, attachments=data.attachments, idempotency_key=key
-            )
+                session_id, data.content, attachments=uploads, idempotency_key=key,
+                files=attached,
+            )  # fmt: skip
             first = receipt.version - len(receipt.events), _run_of(receipt)
         after, run_id = first
         wait = float(request.app.state.get("approval_wait", DEFAULT_APPROVAL_WAIT))

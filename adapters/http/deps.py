@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Annotated
 from uuid import UUID
 
 from litestar import Request
 from litestar.datastructures import State
+from litestar.params import Dependency
 
 from adapters.http.read_your_writes import ViewWaiter
 from application.accounts import AccountService, Principal, WorkspaceInfo
 from application.bridge import SyncBridge
+from application.ports import BlobStore
 from application.sessions import SessionService
 from domain.account_errors import WorkspaceNotFound
 from domain.errors import SessionNotFound
@@ -21,6 +24,7 @@ from projections.sessions import SessionsView
 from projections.working_memory import WorkingMemoryView
 
 Caller = Request[Principal, str, State]  # an authenticated request
+Blobs = Annotated[BlobStore, Dependency(skip_validation=True)]  # a Protocol: not validated
 
 
 @dataclass(frozen=True)

@@ -110,6 +110,10 @@ def _turn(e: Turn) -> list[sse.SsePayload]:
                     role="user",
                     content=text,
                     attachments=list(attachments),
+                    files=[
+                        sse.AttachedFile(f.file_id, f.path, f.media_type, f.size) for f in e.files
+                    ]
+                    or None,
                 )
             ]
         case S.AssistantTurnRecorded(content=blocks):

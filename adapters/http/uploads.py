@@ -19,13 +19,12 @@ from eventsourcing.postgres import PostgresDatastore
 from litestar import Controller, post
 from litestar.datastructures import State, UploadFile
 from litestar.enums import RequestEncodingType
-from litestar.params import Body, Dependency
+from litestar.params import Body
 from litestar.status_codes import HTTP_201_CREATED
 
-from adapters.http.deps import Access, Caller
+from adapters.http.deps import Access, Blobs, Caller
 from adapters.http.errors import ApiError
 from application.bridge import SyncBridge
-from application.ports import BlobStore
 
 MAX_UPLOAD = 10 * 1024 * 1024  # bytes of the file itself
 MULTIPART_SLACK = 64 * 1024  # room for the form's boundaries and part headers
@@ -128,7 +127,7 @@ class UploadController(Controller):
         data: Annotated[AttachmentForm, Body(media_type=RequestEncodingType.MULTI_PART)],
         request: Caller,
         access: Access,
-        blobs: Annotated[BlobStore, Dependency(skip_validation=True)],  # a Protocol
+        blobs: Blobs,
         bridge: SyncBridge,
     ) -> AttachmentOut:
         """Store a file (multipart field `file`, at most 10 MiB); cite its `blob_ref` in chat."""

@@ -207,7 +207,7 @@ class ReadFile(FileTool[ReadFileArgs]):
                 f"the bytes of {file.path} are missing from the blob store: ask the user to "
                 "upload it again",
             ) from None
-        text = await _text(file, data)
+        text = await file_text(file, data)
         if args.offset > 0 and args.offset >= len(text):
             raise FileToolError(
                 "OFFSET_PAST_END",
@@ -218,7 +218,9 @@ class ReadFile(FileTool[ReadFileArgs]):
         return f"{_header(file, args.offset, end, len(text))}\n\n{text[args.offset : end]}"
 
 
-async def _text(file: WorkspaceFile, data: bytes) -> str:
+async def file_text(file: WorkspaceFile, data: bytes) -> str:
+    """A file as text (text, Markdown, CSV, JSON; a PDF by its pages); `FileToolError`
+    BINARY_FILE or PDF_UNREADABLE otherwise."""
     media_type = file.media_type.split(";", 1)[0].strip()
     if media_type == PDF:
         return await asyncio.to_thread(pdf_text, file.path, data)

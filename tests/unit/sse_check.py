@@ -21,7 +21,14 @@ from domain.conversation import (
     Usage,
 )
 from domain.events import SessionEvent
-from domain.values import Citation, CitedSource, PlanItem, SkillSpec, SourceSeen
+from domain.values import (
+    AttachedFile,
+    Citation,
+    CitedSource,
+    PlanItem,
+    SkillSpec,
+    SourceSeen,
+)
 from schemas import sse
 from schemas.export import SSE_SCHEMA
 
@@ -51,7 +58,8 @@ def one_of_each() -> list[SessionEvent]:
     """A session whose log holds at least one event of every class (in-memory store)."""
     app = in_memory_sessions()
     sid = app.start_session(workspace_id=uuid4(), owner_id=uuid4(), title="Every event").session_id
-    app.append_user_message(sid, "hello", attachments=["sha256:abc"])
+    sheet = AttachedFile(uuid4(), "data/sales.csv", "text/csv", 23, "month,amount\n1,10\n")
+    app.append_user_message(sid, "hello", attachments=["sha256:abc"], files=[sheet])
     run = uuid4()
     app.request_run(sid, run)
     app.start_run(sid, run, "worker-1")
