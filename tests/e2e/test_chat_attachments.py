@@ -5,24 +5,14 @@ is refused with 400 before anything is written, another tenant's file answers 40
 
 from __future__ import annotations
 
-import io
-
 import pytest
-from reportlab.pdfgen import canvas
 
 from tests.e2e.client import assert_error, read_sse
 from tests.e2e.conftest import StartServer
 from tests.e2e.test_workspace_files import upload, user
+from tests.integration.test_attachments import a_pdf
 
 pytestmark = [pytest.mark.e2e]
-
-
-def a_pdf(text: str) -> bytes:
-    out = io.BytesIO()
-    page = canvas.Canvas(out)
-    page.drawString(72, 720, text)
-    page.save()
-    return out.getvalue()
 
 
 def test_attached_workspace_files_reach_the_agent_as_text(start_server: StartServer) -> None:
