@@ -6,9 +6,9 @@ picks which adapter fills each port.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
 from uuid import UUID
 
 from eventsourcing.persistence import Notification
@@ -16,6 +16,15 @@ from eventsourcing.persistence import Notification
 from domain.budgets import BudgetStatus, Spend, ThresholdCrossing
 from domain.conversation import ModelRequest, StreamItem, TextDelta, ThinkingDelta
 from domain.values import BudgetScope
+from schemas.sandbox import (
+    SandboxLimit,
+    SandboxLimits,
+    SandboxResult,
+    SandboxRun,
+    SandboxUnavailable,
+)
+
+__all__ = ["SandboxLimit", "SandboxLimits", "SandboxResult", "SandboxRun", "SandboxUnavailable"]
 
 
 class LLMError(Exception):
@@ -228,58 +237,6 @@ class Embedder(Protocol):
 
 
 # -- sandboxed code execution ----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SandboxLimits:
-    """What one sandboxed run may use; reaching a limit ends the run and names it."""
-
-    wall_seconds: float = 30.0  # the outer kill
-    cpu_seconds: int = 30
-    memory_bytes: int = 512 * 1024 * 1024  # address space
-    processes: int = 64
-    file_bytes: int = 64 * 1024 * 1024  # largest file it may write
-    open_files: int = 256
-    output_bytes: int = 1024 * 1024  # stdout and stderr each; the rest is dropped
-    tmp_bytes: int = 64 * 1024 * 1024  # its /tmp
-
-
-SandboxLimit = Literal["wall_time", "cpu_time", "memory", "processes", "file_size", "output"]
-
-
-@dataclass(frozen=True)
-class SandboxRun:
-    """A command to run in a fresh, empty work directory holding `files` (relative
-    paths); the work directory is its current directory and its only writable place
-    (with a size-capped /tmp). No network, unless `allow_domains` names some (reached
-    through the host's filtering proxy)."""
-
-    argv: tuple[str, ...]
-    files: Mapping[str, bytes] = field(default_factory=dict)
-    limits: SandboxLimits = SandboxLimits()
-    allow_domains: tuple[str, ...] = ()
-    stdin: bytes = b""
-
-
-@dataclass(frozen=True)
-class SandboxResult:
-    """How a run ended. `files`: what it created or changed in its work directory."""
-
-    exit_code: int  # negative: killed by that signal
-    stdout: str
-    stderr: str
-    duration_ms: int
-    files: Mapping[str, bytes]
-    limit: SandboxLimit | None = None  # the limit that ended it, if one did
-    stdout_truncated: bool = False
-    stderr_truncated: bool = False
-
-
-class SandboxUnavailable(ToolExecutionError):
-    """The sandbox cannot run here (say, bubblewrap is not installed); the message says
-    what is missing and how to get it."""
-
-    code = "SANDBOX_UNAVAILABLE"
 
 
 class Sandbox(Protocol):

@@ -13,10 +13,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from application.ports import SandboxRun
 from bench.harness import cores, median, percentile
 from sandbox.bubblewrap import BubblewrapSandbox
 from sandbox.python import python_argv
+from schemas.sandbox import SandboxRun
 
 TARGET_P50_MS = 150.0
 CONCURRENT = 10

@@ -20,7 +20,6 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from application.ports import SandboxLimit, SandboxResult, SandboxRun, SandboxUnavailable
 from sandbox import workdir
 from sandbox.command import (
     PROXY_SOCKET,
@@ -37,6 +36,7 @@ from sandbox.python import PythonRuntime
 from sandbox.reaper import Init
 from sandbox.seccomp import filter_bpf
 from sandbox.uids import HostUids
+from schemas.sandbox import SandboxLimit, SandboxResult, SandboxRun, SandboxUnavailable
 
 POLL_SECONDS = 0.1  # how often the work directory's size is looked at
 REAP_SECONDS = 10.0  # how long a killed run may take to be gone

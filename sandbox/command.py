@@ -6,9 +6,9 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from application.ports import SandboxLimits
 from sandbox.limits import prlimit_argv
 from sandbox.python import PythonRuntime
+from schemas.sandbox import SandboxLimits
 
 WORK_DIR = "/workspace"  # the code's cwd and HOME (not /work: a venv may live there)
 PROXY_SOCKET = "/run/proxy.sock"

@@ -31,13 +31,6 @@ from docker.errors import APIError, DockerException, ImageNotFound
 from docker.models.containers import Container
 from docker.types import LogConfig, Mount, Ulimit
 
-from application.ports import (
-    SandboxLimit,
-    SandboxLimits,
-    SandboxResult,
-    SandboxRun,
-    SandboxUnavailable,
-)
 from sandbox import workdir
 
 # _BRIDGE: the bubblewrap runner's loopback-to-proxy-socket bridge, used as it is.
@@ -46,6 +39,13 @@ from sandbox.limits import ended_by, exit_code
 from sandbox.output import CappedStream
 from sandbox.proxy import FilteringProxy, Resolver, public_addresses
 from sandbox.uids import HostUids
+from schemas.sandbox import (
+    SandboxLimit,
+    SandboxLimits,
+    SandboxResult,
+    SandboxRun,
+    SandboxUnavailable,
+)
 
 DEFAULT_IMAGE = "tokendance-sandbox:latest"
 WORK_DIR = "/work"

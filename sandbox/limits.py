@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import signal
 
-from application.ports import SandboxLimit, SandboxLimits
+from schemas.sandbox import SandboxLimit, SandboxLimits
 
 PRLIMIT = "/usr/bin/prlimit"
 

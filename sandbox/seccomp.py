@@ -14,7 +14,7 @@ import errno
 import functools
 import tempfile
 
-from application.ports import SandboxUnavailable
+from schemas.sandbox import SandboxUnavailable
 
 DENIED = (
     "ptrace",

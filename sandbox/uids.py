@@ -14,7 +14,7 @@ import os
 import threading
 from collections.abc import Iterator
 
-from application.ports import SandboxUnavailable
+from schemas.sandbox import SandboxUnavailable
 
 BASE = 1_900_000_000  # far above any account's uid and the usual subuid ranges
 COUNT = 4096

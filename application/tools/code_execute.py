@@ -26,6 +26,7 @@ from application.ports import (
     SandboxLimits,
     SandboxResult,
     SandboxRun,
+    SandboxUnavailable,
     ToolExecutionError,
 )
 from application.tools.base import Tool, ToolContext
@@ -110,14 +111,15 @@ class CodeExecute(Tool[CodeExecuteArgs]):
         _check_syntax(args.code)
         limits = self._limits(args.timeout)
         inputs = await self._workspace_files(context)
-        result = await self.sandbox.run(
+        result = await run_sandboxed(
+            self.sandbox,
             SandboxRun(
                 argv=(*self.python, "-"),
                 files=inputs,
                 limits=limits,
                 allow_domains=self.allow_domains,
                 stdin=args.code.encode(),
-            )
+            ),
         )
         written = await self._keep_files(result.files, context)
         report = await output_report(result, context, written)
@@ -188,6 +190,14 @@ def _check_syntax(code: str) -> None:
         ) from None
     except ValueError as e:  # a NUL byte in the source
         raise CodeExecuteError("SYNTAX_ERROR", f"the code does not parse: {e}") from None
+
+
+async def run_sandboxed(sandbox: Sandbox, run: SandboxRun) -> SandboxResult:
+    """The run's result; a sandbox that cannot run here is a kept failure saying why."""
+    try:
+        return await sandbox.run(run)
+    except SandboxUnavailable as e:
+        raise CodeExecuteError(SandboxUnavailable.code, str(e)) from None
 
 
 def limit_reached(limit: SandboxLimit, limits: SandboxLimits, report: str) -> CodeExecuteError:

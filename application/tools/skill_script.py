@@ -18,7 +18,13 @@ from application.ports import Sandbox, SandboxLimits, SandboxRun, ToolExecutionE
 from application.skills import SkillFileError, folder_files
 from application.skills.service import Skills
 from application.tools.base import Tool, ToolContext
-from application.tools.code_execute import PYTHON, CodeExecuteError, limit_reached, output_report
+from application.tools.code_execute import (
+    PYTHON,
+    CodeExecuteError,
+    limit_reached,
+    output_report,
+    run_sandboxed,
+)
 
 SCRIPTS = "scripts"
 SHELL = ("/bin/sh",)
@@ -84,8 +90,9 @@ class RunSkillScript(Tool[RunSkillScriptArgs]):
             raise CodeExecuteError(
                 "NOT_A_SCRIPT", f"skill {skill.name} has no {script}; its scripts: {listed}"
             )
-        result = await self.sandbox.run(
-            SandboxRun(argv=(*runner, str(script), *args.args), files=files, limits=self.limits)
+        result = await run_sandboxed(
+            self.sandbox,
+            SandboxRun(argv=(*runner, str(script), *args.args), files=files, limits=self.limits),
         )
         report = await output_report(result, context)
         if result.limit is not None:

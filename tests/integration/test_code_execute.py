@@ -13,9 +13,12 @@ from uuid import uuid4
 import pytest
 
 from adapters.http.sse import payloads
+from application.tools.code_execute import CodeExecute
 from domain.session import AgentSession as S
 from domain.workspace_files import ByUser
+from sandbox.bubblewrap import BubblewrapSandbox
 from schemas import sse
+from schemas.sandbox import SandboxLimits
 from tests.fakes.engine import Engine, make_engine, scripted
 from tests.unit.test_replay_and_fork import call, replay_of
 
@@ -165,4 +168,22 @@ async def test_a_skill_script_runs_with_its_arguments_and_only_its_output_is_kep
     refused = result_of(engine, sid, "r2")
     assert refused.status == "error" and "not in the skill's scripts/ folder" in (
         refused.error or ""
+    )
+
+
+async def test_without_bubblewrap_the_tool_says_what_to_install(tmp_path: Path) -> None:
+    missing = BubblewrapSandbox(tmp_path / "sandbox", bwrap="no-such-bwrap")
+    tool = CodeExecute(missing, limits=SandboxLimits(), max_wall_seconds=60)
+    llm = scripted(
+        {"tool_calls": [call("code_execute", "c1", code="print(1)")]},
+        {"text": "No sandbox."},
+    )
+    engine = make_engine(llm, tmp_path, extra_tools=[tool])
+    sid = await engine.new_session(confirmation="never")
+    await engine.scheduler.send_message(sid, "run it")
+    assert await engine.scheduler.wait(sid) == "completed"
+    result = result_of(engine, sid, "c1")
+    assert result.status == "error"
+    assert result.error == (
+        "SANDBOX_UNAVAILABLE: bubblewrap is not installed: apt-get install bubblewrap"
     )

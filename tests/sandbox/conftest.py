@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from application.ports import SandboxLimits, SandboxResult, SandboxRun
 from sandbox.bubblewrap import BubblewrapSandbox
 from sandbox.python import python_argv
 from sandbox.uids import HostUids
+from schemas.sandbox import SandboxLimits, SandboxResult, SandboxRun
 
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None,

@@ -21,14 +21,14 @@ import psutil
 import pytest
 from docker.errors import DockerException, ImageNotFound
 
-from application.ports import (
+from sandbox.docker import DEFAULT_IMAGE, DockerSandbox
+from sandbox.workdir import BadFileName
+from schemas.sandbox import (
     SandboxLimits,
     SandboxResult,
     SandboxRun,
     SandboxUnavailable,
 )
-from sandbox.docker import DEFAULT_IMAGE, DockerSandbox
-from sandbox.workdir import BadFileName
 
 ENGINES = ("unix:///var/run/docker.sock", "unix:///run/podman/podman.sock")
 IMAGE = os.environ.get("TOKENDANCE_SANDBOX_IMAGE", DEFAULT_IMAGE)

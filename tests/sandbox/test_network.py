@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from application.ports import SandboxRun
 from sandbox.bubblewrap import BubblewrapSandbox
 from sandbox.proxy import Allowlist, FilteringProxy, public_addresses, valid_pattern
 from sandbox.python import python_argv
+from schemas.sandbox import SandboxRun
 from tests.sandbox.conftest import LIMITS, needs_bwrap
 
 needs_socat = pytest.mark.skipif(

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from application.ports import SandboxRun, SandboxUnavailable
 from sandbox.bubblewrap import BubblewrapSandbox
 from sandbox.python import python_argv
 from sandbox.workdir import BadFileName
+from schemas.sandbox import SandboxRun, SandboxUnavailable
 from tests.sandbox.conftest import needs_bwrap, run_python
 
 pytestmark = needs_bwrap
