@@ -41,6 +41,9 @@ if [[ -S $socket ]] && curl -sf --unix-socket "$socket" http://d/_ping >/dev/nul
     exit 0
 fi
 rm -f "$socket"
+# From /: conmon leaves files (an `oom` marker after an out-of-memory kill) in its
+# working directory, which would otherwise be wherever this script was run.
+cd /
 setsid podman system service --time=0 "unix://$socket" \
     >/var/log/tokendance-podman-service.log 2>&1 </dev/null &
 for _ in $(seq 50); do
