@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from domain.conversation import CacheTtl
+from sandbox.proxy import valid_pattern
 
 # name -> (default, what it is); the README's settings table is made from this.
 DOCUMENTED: dict[str, tuple[str, str]] = {
@@ -262,11 +263,7 @@ class Settings:
             sandbox_processes=_limit(
                 get("TOKENDANCE_SANDBOX_PROCESSES"), "TOKENDANCE_SANDBOX_PROCESSES"
             ),
-            sandbox_allow_domains=tuple(
-                d.strip().lower()
-                for d in env.get("TOKENDANCE_SANDBOX_ALLOW_DOMAINS", "").split(",")
-                if d.strip()
-            ),
+            sandbox_allow_domains=_domains(env.get("TOKENDANCE_SANDBOX_ALLOW_DOMAINS", "")),
             sandbox_image=get("TOKENDANCE_SANDBOX_IMAGE"),
         )
 
@@ -323,6 +320,14 @@ def _webhook_secret(env: Mapping[str, str]) -> str | None:
             "TOKENDANCE_ALERT_WEBHOOK: receivers check each alert's signature with it"
         )
     return secret
+
+
+def _domains(value: str) -> tuple[str, ...]:
+    """The sandbox's allowed domains, each checked (a start with a bad one stops here)."""
+    try:
+        return tuple(valid_pattern(d) for d in value.split(",") if d.strip())
+    except ValueError as e:
+        raise SystemExit(f"TOKENDANCE_SANDBOX_ALLOW_DOMAINS: {e}") from None
 
 
 def _s3_url(env: Mapping[str, str]) -> str | None:
