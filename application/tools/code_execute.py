@@ -121,11 +121,10 @@ class CodeExecute(Tool[CodeExecuteArgs]):
                 stdin=args.code.encode(),
             ),
         )
+        if result.limit is not None:  # a run cut short keeps nothing it wrote
+            raise limit_reached(result.limit, limits, await output_report(result, context))
         written = await self._keep_files(result.files, context)
-        report = await output_report(result, context, written)
-        if result.limit is not None:
-            raise limit_reached(result.limit, limits, report)
-        return report
+        return await output_report(result, context, written)
 
     def _limits(self, timeout: int | None) -> SandboxLimits:
         if timeout is None:
@@ -207,7 +206,10 @@ def limit_reached(limit: SandboxLimit, limits: SandboxLimits, report: str) -> Co
         processes=limits.processes, file=limits.file_bytes // 2**20,
         output=limits.output_bytes // 1024,
     )  # fmt: skip
-    return CodeExecuteError("LIMIT_REACHED", f"the code was stopped: it reached {said}\n{report}")
+    return CodeExecuteError(
+        "LIMIT_REACHED",
+        f"the code was stopped: it reached {said}; nothing it wrote was kept\n{report}",
+    )
 
 
 async def output_report(

@@ -5,8 +5,10 @@ code writes out as workspace files and artifacts, limits as kept failures that s
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
+import zipfile
 from pathlib import Path
 from uuid import uuid4
 
@@ -187,3 +189,29 @@ async def test_without_bubblewrap_the_tool_says_what_to_install(tmp_path: Path) 
     assert result.error == (
         "SANDBOX_UNAVAILABLE: bubblewrap is not installed: apt-get install bubblewrap"
     )
+
+
+async def test_a_zip_bomb_among_the_workspace_files_is_stopped_when_unpacked(
+    tmp_path: Path,
+) -> None:
+    """Nothing on the server unpacks an upload; code that does fills its work directory
+    and is stopped at the disk limit, leaving nothing behind on the host."""
+    bomb = io.BytesIO()
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
+        for n in range(80):
+            archive.writestr(f"zeros-{n}.bin", bytes(4 * 2**20))  # 320 MiB unpacked
+    unpack = "import zipfile; zipfile.ZipFile('bomb.zip').extractall('out')"
+    llm = scripted({"tool_calls": [call("code_execute", "c1", code=unpack)]}, {"text": "Hm."})
+    engine = make_engine(llm, tmp_path)
+    workspace = uuid4()
+    await engine.files.write(workspace, "bomb.zip", bomb.getvalue(), None, ByUser(uuid4()))
+    sid = await engine.new_session(workspace, confirmation="never")
+    await engine.scheduler.send_message(sid, "unpack it")
+    assert await engine.scheduler.wait(sid) == "completed"
+    result = result_of(engine, sid, "c1")
+    assert result.status == "error", result
+    assert (result.error or "").startswith(
+        "LIMIT_REACHED: the code was stopped: it reached the file size limit"
+    )
+    assert [f.path for f in await engine.files.list(workspace)] == ["bomb.zip"]
+    assert not any((tmp_path / "sandbox").iterdir()), "the run's work directory is gone"
