@@ -169,9 +169,12 @@ class AgentRunner:
         catalog = self.skills.catalog() if self.skills is not None else ""
         if catalog:
             system += f"\n\n{catalog}"
+        specs = self.tools.specs()
+        if settings.allowed_tools is not None:  # the others would only be refused
+            specs = tuple(s for s in specs if s.name in settings.allowed_tools)
         return ContextFrame(
             system=system,
-            tools=self.tools.specs(),
+            tools=specs,
             model=str(model) if model else None,
             max_tokens=self.settings.max_tokens,
             thinking_budget=self.settings.thinking_budget,
