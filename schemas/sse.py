@@ -316,7 +316,11 @@ def event_type(payload: SsePayload) -> str:
 
 
 def sse_id(payload: SsePayload) -> int | None:
-    """The SSE id: a stored event's version; live previews have none."""
+    """The SSE id: a stored event's version; live previews have none, nor has a notice
+    about a message's citations (it follows its message, which has the id: one id is
+    never sent twice, and the message itself lists what did not resolve)."""
+    if isinstance(payload, Notice) and payload.kind == "citation":
+        return None
     return payload.version if isinstance(payload, Stored) else None
 
 
