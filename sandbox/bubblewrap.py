@@ -38,7 +38,6 @@ from sandbox.seccomp import filter_bpf
 from sandbox.uids import HostUids
 from schemas.sandbox import SandboxLimit, SandboxResult, SandboxRun, SandboxUnavailable
 
-POLL_SECONDS = 0.1  # how often the work directory's size is looked at
 REAP_SECONDS = 10.0  # how long a killed run may take to be gone
 
 
@@ -131,10 +130,7 @@ class BubblewrapSandbox:
         with tempfile.TemporaryDirectory(prefix="net-", dir=self.root) as net:
             os.chmod(net, 0o711)
             path = os.path.join(net, os.path.basename(PROXY_SOCKET))
-            async with proxy.listening(path):
-                if owner is not None:
-                    os.chown(path, *owner)
-                os.chmod(path, 0o600)
+            async with proxy.listening(path, owner):
                 yield path
 
     async def _execute(self, run: SandboxRun, paths: RunPaths, uid: int | None) -> SandboxResult:
@@ -199,7 +195,9 @@ class BubblewrapSandbox:
         watchers: dict[asyncio.Task[None], SandboxLimit] = {
             asyncio.create_task(out.flooded()): "output",
             asyncio.create_task(err.flooded()): "output",
-            asyncio.create_task(self._over_quota(Path(paths.work), run)): "file_size",
+            asyncio.create_task(
+                workdir.over_quota(Path(paths.work), run.files, self.work_bytes, self.work_files)
+            ): "file_size",
         }
         killed_for: SandboxLimit | None = None
         try:
@@ -217,15 +215,6 @@ class BubblewrapSandbox:
             for task in (feed, *watchers):
                 task.cancel()
         return Ended(out, err, killed_for)
-
-    async def _over_quota(self, work: Path, run: SandboxRun) -> None:
-        """Returns once the work directory has grown past what a run may add."""
-        allowed = self.work_bytes + sum(len(b) for b in run.files.values()) + 1024 * 1024
-        while True:
-            await asyncio.sleep(POLL_SECONDS)
-            used = await asyncio.to_thread(workdir.usage, work, self.work_files)
-            if used.bytes > allowed or used.entries > self.work_files + len(run.files):
-                return
 
     @staticmethod
     def _result(

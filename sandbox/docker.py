@@ -50,7 +50,6 @@ from schemas.sandbox import (
 DEFAULT_IMAGE = "tokendance-sandbox:latest"
 WORK_DIR = "/work"
 STDIN_PATH = "/run/stdin"
-POLL_SECONDS = 0.1  # how often the work directory's size is looked at
 KILLED_WAIT_SECONDS = 30.0  # how long a killed container may take to be reported ended
 # podman gives a container a million processes unless told, which an engine without
 # CAP_SYS_RESOURCE cannot set; the pids cgroup is what caps a run's processes.
@@ -141,10 +140,9 @@ class DockerSandbox:
             yield None
             return
         path = base / "proxy.sock"
-        async with FilteringProxy(run.allow_domains, resolve=self.resolve).listening(str(path)):
-            if owner is not None:
-                os.chown(path, *owner)
-            os.chmod(path, 0o600)
+        async with FilteringProxy(run.allow_domains, resolve=self.resolve).listening(
+            str(path), owner
+        ):
             yield path
 
     def _ready(self) -> docker.DockerClient:
@@ -219,7 +217,7 @@ class DockerSandbox:
             reasons: dict[Awaitable[None], SandboxLimit] = {
                 out.flooded(): "output",
                 err.flooded(): "output",
-                self._over_quota(work, run): "file_size",
+                workdir.over_quota(work, run.files, self.work_bytes, self.work_files): "file_size",
             }
             killed_for = await _watch(container, finished, reasons, run.limits.wall_seconds)
         finally:
@@ -237,15 +235,6 @@ class DockerSandbox:
             err=err,
             duration_ms=duration_ms,
         )
-
-    async def _over_quota(self, work: Path, run: SandboxRun) -> None:
-        """Returns once the work directory has grown past what a run may add."""
-        allowed = self.work_bytes + sum(len(b) for b in run.files.values()) + 1024 * 1024
-        while True:
-            await asyncio.sleep(POLL_SECONDS)
-            used = await asyncio.to_thread(workdir.usage, work, self.work_files)
-            if used.bytes > allowed or used.entries > self.work_files + len(run.files):
-                return
 
     def _where(self) -> str:
         if self._client is not None:

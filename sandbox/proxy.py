@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import os
 import re
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -70,9 +71,15 @@ class FilteringProxy:
         self.refused: list[str] = []
 
     @contextlib.asynccontextmanager
-    async def listening(self, path: str) -> AsyncIterator[None]:
-        """Accept connections on the unix socket `path` for the duration."""
+    async def listening(
+        self, path: str, owner: tuple[int, int] | None = None
+    ) -> AsyncIterator[None]:
+        """Accept connections on the unix socket `path` for the duration; only its owner
+        (`owner`, the run's uid and gid, else this process) may connect."""
         server = await asyncio.start_unix_server(self._serve, path=path)
+        if owner is not None:
+            os.chown(path, *owner)
+        os.chmod(path, 0o600)
         try:
             yield
         finally:

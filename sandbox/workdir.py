@@ -7,6 +7,7 @@ gone), and nothing here follows a symbolic link the code may have left.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import stat
@@ -53,6 +54,22 @@ def create(root: Path, files: Mapping[str, bytes], owner: tuple[int, int] | None
 class Usage:
     bytes: int
     entries: int
+
+
+POLL_SECONDS = 0.1  # how often a run's work directory is measured
+
+
+async def over_quota(
+    work: Path, inputs: Mapping[str, bytes], work_bytes: int, work_files: int
+) -> None:
+    """Returns once the work directory has grown past what a run may add to its
+    `inputs`: `work_bytes` (and a megabyte of slack) and `work_files` entries."""
+    allowed = work_bytes + sum(len(b) for b in inputs.values()) + 1024 * 1024
+    while True:
+        await asyncio.sleep(POLL_SECONDS)
+        used = await asyncio.to_thread(usage, work, work_files)
+        if used.bytes > allowed or used.entries > work_files + len(inputs):
+            return
 
 
 def usage(work: Path, max_entries: int) -> Usage:
