@@ -26,7 +26,7 @@ from pypdf.errors import PyPdfError
 
 from application.ports import BlobNotFound, ToolExecutionError
 from application.tools.base import AnyTool, Tool, ToolContext
-from application.tools.read_source import MAX_LENGTH  # a part fits the context whole
+from application.tools.parts import MAX_LENGTH, Length, part_end
 from application.workspace_files import WorkspaceFiles
 from domain.errors import DomainError
 from domain.workspace_files import (
@@ -180,9 +180,7 @@ class ReadFileArgs(msgspec.Struct, forbid_unknown_fields=True):
             ),
         ),
     ] = 0
-    length: Annotated[
-        int, Meta(ge=1, le=MAX_LENGTH, description="How many characters to read.")
-    ] = MAX_LENGTH
+    length: Length = MAX_LENGTH
 
 
 class ReadFile(FileTool[ReadFileArgs]):
@@ -208,13 +206,7 @@ class ReadFile(FileTool[ReadFileArgs]):
                 "upload it again",
             ) from None
         text = await file_text(file, data)
-        if args.offset > 0 and args.offset >= len(text):
-            raise FileToolError(
-                "OFFSET_PAST_END",
-                f"offset {args.offset} is past the end of {file.path}, whose text has "
-                f"{len(text)} characters: read from an offset below {len(text)}",
-            )
-        end = min(len(text), args.offset + args.length)
+        end = part_end(len(text), args.offset, args.length, f"the text of {file.path}")
         return f"{_header(file, args.offset, end, len(text))}\n\n{text[args.offset : end]}"
 
 

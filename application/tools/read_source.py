@@ -2,11 +2,8 @@
 
 `read_url` keeps a page's whole text in the blob store under its source number, while
 the context gets only its head and tail when it is long. `read_source` reads any part of
-that text again by character offset, without fetching the page a second time.
-
-A part is at most what the engine keeps of a tool's output in the context
-(`SUMMARY_LIMIT`) less room for the header, so a part always arrives whole: a longer
-output would be cut to its head and tail like any other.
+that text again by character offset, without fetching the page a second time. A part
+fits the context whole (`application/tools/parts.py`).
 """
 
 from __future__ import annotations
@@ -18,11 +15,8 @@ from msgspec import Meta
 
 from application.ports import BlobNotFound, ToolExecutionError
 from application.tools.base import Tool, ToolContext, source_marker
-from domain.policies import SUMMARY_LIMIT
+from application.tools.parts import MAX_LENGTH, Length, part_end
 from domain.sources import NumberedSource
-
-HEADER_ROOM = 600  # characters kept for the header: title and URL are cut to fit
-MAX_LENGTH = SUMMARY_LIMIT - HEADER_ROOM
 
 
 class ReadSourceArgs(msgspec.Struct, forbid_unknown_fields=True):
@@ -37,9 +31,7 @@ class ReadSourceArgs(msgspec.Struct, forbid_unknown_fields=True):
             ),
         ),
     ] = 0
-    length: Annotated[
-        int, Meta(ge=1, le=MAX_LENGTH, description="How many characters to read.")
-    ] = MAX_LENGTH
+    length: Length = MAX_LENGTH
 
 
 class ReadSourceError(ToolExecutionError):
@@ -64,13 +56,7 @@ class ReadSource(Tool[ReadSourceArgs]):
     async def run(self, args: ReadSourceArgs, context: ToolContext) -> str:
         source = _find(await context.notes.sources(), args.source)
         text = await _text(source, context)
-        if args.offset > 0 and args.offset >= len(text):
-            raise ReadSourceError(
-                "OFFSET_PAST_END",
-                f"offset {args.offset} is past the end of source [{source.number}], which has "
-                f"{len(text)} characters: read from an offset below {len(text)}",
-            )
-        end = min(len(text), args.offset + args.length)
+        end = part_end(len(text), args.offset, args.length, f"source [{source.number}]")
         part = text[args.offset : end].replace(source_marker(0), f"[{source.number}]")
         return f"{_header(source, args.offset, end, len(text))}\n\n{part}"
 
