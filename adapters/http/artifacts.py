@@ -13,7 +13,6 @@ import asyncio
 import io
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import quote
 from uuid import UUID
 
 import pypdf
@@ -21,6 +20,7 @@ from litestar import Controller, Response, get
 from pypdf.errors import PyPdfError
 
 from adapters.http.deps import Access, Blobs, Caller
+from adapters.http.downloads import content_disposition, download
 from adapters.http.errors import ApiError
 from adapters.http.read_your_writes import ViewWaiter
 from application.bridge import SyncBridge
@@ -74,15 +74,7 @@ class ArtifactController(Controller):
         """The artifact's bytes, with its media type and file name."""
         row = await artifacts.find(request, artifact_id)
         data = await blobs.get(row.blob_ref)
-        headers = {
-            "Content-Disposition": content_disposition(row.name),
-            "X-Content-Type-Options": "nosniff",
-        }
-        media_type, _, params = row.media_type.partition(";")
-        if media_type.strip().startswith("text/"):  # Litestar adds `; charset=` to text types
-            charset = params.partition("charset=")[2].split(";")[0].strip() or "utf-8"
-            return Response(data, media_type=media_type.strip(), headers=headers, encoding=charset)
-        return Response(data, media_type=row.media_type, headers=headers)
+        return download(data, row.media_type, content_disposition(row.name))
 
     @get("/{artifact_id:uuid}/preview")
     async def preview(
@@ -114,13 +106,6 @@ def pdf_pages(data: bytes) -> list[str]:
         return [page.extract_text() for page in pypdf.PdfReader(io.BytesIO(data)).pages]
     except PyPdfError as e:
         raise ApiError(422, f"the PDF could not be read: {e}", "PREVIEW_FAILED") from e
-
-
-def content_disposition(name: str) -> str:
-    """`attachment` with an ASCII `filename` and, for other names, RFC 5987 `filename*`."""
-    fallback = "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else "_" for c in name)
-    header = f'attachment; filename="{fallback}"'
-    return header if fallback == name else f"{header}; filename*=UTF-8''{quote(name, safe='')}"
 
 
 def _not_found(artifact_id: UUID) -> ApiError:

@@ -34,8 +34,8 @@ from litestar.params import Body
 from litestar.response import Redirect
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from adapters.http.artifacts import content_disposition
 from adapters.http.deps import Access, Caller
+from adapters.http.downloads import content_disposition, download
 from adapters.http.errors import ApiError, error_response
 from adapters.http.read_your_writes import ViewWaiter
 from application.bridge import SyncBridge
@@ -132,7 +132,8 @@ class WorkspaceFilesController(Controller):
                 file.blob_ref, media_type=file.media_type, disposition=disposition
             )
             return Redirect(url, status_code=307, media_type=MediaType.TEXT)
-        return _bytes(await files.bytes_of(file), file.media_type, disposition)
+        data = await files.bytes_of(file)
+        return download(data, file.media_type, disposition, {"Content-Security-Policy": "sandbox"})
 
     @delete("/{file_id:uuid}", status_code=HTTP_204_NO_CONTENT)
     async def delete_file(
@@ -174,19 +175,6 @@ def _too_large(limit: int) -> ApiError:
         f"a workspace file may have at most {limit:,} bytes (TOKENDANCE_MAX_UPLOAD_BYTES)",
         "PAYLOAD_TOO_LARGE",
     )
-
-
-def _bytes(data: bytes, media_type: str, disposition: str) -> Response[bytes]:
-    headers = {
-        "Content-Disposition": disposition,
-        "X-Content-Type-Options": "nosniff",
-        "Content-Security-Policy": "sandbox",
-    }
-    kind, _, params = media_type.partition(";")
-    if kind.strip().startswith("text/"):  # Litestar adds `; charset=` to text types itself
-        charset = params.partition("charset=")[2].split(";")[0].strip() or "utf-8"
-        return Response(data, media_type=kind.strip(), headers=headers, encoding=charset)
-    return Response(data, media_type=media_type, headers=headers)
 
 
 def _author(by: Author) -> FileAuthor:
