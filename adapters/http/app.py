@@ -77,7 +77,12 @@ def create_app(
         streams_per_user=s.max_streams_per_user,
         uploads_per_minute=s.uploads_per_minute,
     )
-    waiter = ViewWaiter(container.database_url, {n: v.channel for n, v in container.views.items()})
+    waiter = ViewWaiter(
+        container.database_url,
+        {n: v.channel for n, v in container.views.items()},
+        {n: _log_recorder(container, n).max_notification_id for n in container.views},
+        container.bridge,
+    )
     views = _read_models(container, waiter)
     access = Access(container.sessions, container.accounts, container.bridge)
     logs = {name: _log_recorder(container, name) for name in container.views}
@@ -154,9 +159,7 @@ def _read_models(container: Container, waiter: ViewWaiter) -> ReadModels:
     assert isinstance(sessions, SessionsView)
     assert isinstance(memory, WorkingMemoryView)
     assert isinstance(confirmations, ConfirmationsView)
-    return ReadModels(
-        sessions, memory, confirmations, waiter, container.recorder.max_notification_id
-    )
+    return ReadModels(sessions, memory, confirmations, waiter)
 
 
 def _accounts_view(container: Container) -> AccountsView:
@@ -174,17 +177,13 @@ def _budgets_view(container: Container) -> BudgetsView:
 def _artifact_lookup(container: Container, waiter: ViewWaiter, access: Access) -> ArtifactLookup:
     view = container.views[ArtifactsView.name]
     assert isinstance(view, ArtifactsView)
-    head = _log_recorder(container, view.name).max_notification_id
-    return ArtifactLookup(view, waiter, head, access, container.bridge)
+    return ArtifactLookup(view, waiter, access, container.bridge)
 
 
 def _files_router(container: Container, waiter: ViewWaiter) -> Router:
     view = container.views[WorkspaceFilesView.name]
     assert isinstance(view, WorkspaceFilesView)
-    head = _log_recorder(container, view.name).max_notification_id
-    return workspace_files_router(
-        container.files, FileListing(view, waiter, head, container.bridge)
-    )
+    return workspace_files_router(container.files, FileListing(view, waiter, container.bridge))
 
 
 def _log_recorder(container: Container, view: str) -> PostgresApplicationRecorder:
@@ -216,8 +215,6 @@ def _dependencies(
             container.usage,
             _budgets_view(container),
             views.waiter,
-            container.recorder.max_notification_id,
-            container.accounts_recorder.max_notification_id,
         ),
         "artifacts": _artifact_lookup(container, views.waiter, access),
     }

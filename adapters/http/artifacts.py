@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-from collections.abc import Callable
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -37,16 +36,13 @@ class ArtifactLookup:
 
     view: ArtifactsView
     waiter: ViewWaiter
-    log_head: Callable[[], int | None]  # the newest notification id of the view's log
     access: Access
     bridge: SyncBridge
 
     async def find(self, caller: Caller, artifact_id: UUID) -> ArtifactRow:
         row = await self.bridge(self.view.get, artifact_id)
-        if row is None:
-            head = await self.bridge(self.log_head) or 0
-            if await self.waiter.wait_for(ArtifactsView.name, head):
-                row = await self.bridge(self.view.get, artifact_id)
+        if row is None and await self.waiter.caught_up(ArtifactsView.name):
+            row = await self.bridge(self.view.get, artifact_id)
         if row is None:
             raise _not_found(artifact_id)
         try:

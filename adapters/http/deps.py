@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated
 from uuid import UUID
@@ -35,13 +34,6 @@ class ReadModels:
     memory: WorkingMemoryView
     confirmations: ConfirmationsView
     waiter: ViewWaiter
-    head: Callable[[], int | None]  # the newest notification id of the sessions log
-
-    async def caught_up(self, bridge: SyncBridge, view: str) -> None:
-        """Wait (briefly: `ViewWaiter`'s limit) until `view` has what the log held when
-        asked, so a list shows the caller's own writes; then answer with what there is."""
-        position = await bridge(self.head)
-        await self.waiter.wait_for(view, position or 0)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 import psycopg
 from psycopg import sql
 
+from application.bridge import SyncBridge
 from projections.view import TRACKING_TABLE
 
 log = logging.getLogger(__name__)
@@ -28,9 +29,19 @@ WAIT = 2.0  # seconds a query waits for a read model before answering from the l
 class ViewWaiter:
     """Positions of the read models as their notifications announce them."""
 
-    def __init__(self, database_url: str, views: dict[str, str], *, retry: float = 1.0) -> None:
+    def __init__(
+        self,
+        database_url: str,
+        views: dict[str, str],
+        heads: dict[str, Callable[[], int | None]],
+        bridge: SyncBridge,
+        *,
+        retry: float = 1.0,
+    ) -> None:
         self.database_url = database_url
         self.channels = views  # view name -> NOTIFY channel
+        self.heads = heads  # view name -> the newest notification id of the log it reads
+        self.bridge = bridge
         self.positions = dict.fromkeys(views, 0)
         self.waits = 0  # how many times a handler waited on a read model
         self.retry = retry
@@ -53,6 +64,12 @@ class ViewWaiter:
             return self.positions[view] >= notification_id
 
         return await self.until(view, applied, timeout)
+
+    async def caught_up(self, view: str, timeout: float = WAIT) -> bool:
+        """Until `view` has what its log held when asked, so a caller sees their own
+        writes; False after `timeout` seconds (then answer with what there is)."""
+        head = await self.bridge(self.heads[view])
+        return await self.wait_for(view, head or 0, timeout)
 
     async def until(
         self, view: str, check: Callable[[], Awaitable[bool]], timeout: float = WAIT

@@ -82,7 +82,7 @@ class SessionController(Controller):
         else:
             mine = await bridge(workspaces.workspaces_of, request.user.user_id)
             scope = [w.workspace_id for w in mine]
-        await views.caught_up(bridge, "sessions")
+        await views.waiter.caught_up("sessions")
         rows, total = await bridge(
             views.sessions.list_for_workspace, scope, status=status, limit=limit, offset=offset
         )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Annotated, TypedDict, cast
@@ -54,16 +53,12 @@ class Billing:
     usage: UsageQueries
     budgets: BudgetsView
     waiter: ViewWaiter
-    sessions_head: Callable[[], int | None]  # the newest notification id of each log
-    accounts_head: Callable[[], int | None]
 
-    async def caught_up(self, bridge: SyncBridge, *views: str) -> None:
+    async def caught_up(self, *views: str) -> None:
         """Wait (briefly: `ViewWaiter`'s limit) until each view has what its log held when
         asked, so a caller sees their own writes; then answer with what there is."""
         for view in views:
-            head = self.sessions_head if view == "usage" else self.accounts_head
-            position: int | None = await bridge(head)
-            await self.waiter.wait_for(view, position or 0)
+            await self.waiter.caught_up(view)
 
 
 class UsageController(Controller):
@@ -99,7 +94,7 @@ class UsageController(Controller):
             if not set(roles) & set(who.whole):
                 raise NotFound(f"user {user_id} not found")
         where = UsageFilter(first, last, workspace_id, user_id, model)
-        await billing.caught_up(bridge, "usage")
+        await billing.caught_up("usage")
         groups = await bridge(billing.usage.usage, who, where, keys)
         items = [_item(g.keys, g.figures) for g in groups]
         totals = sum((g.figures for g in groups), Figures())
@@ -120,7 +115,7 @@ class UsageController(Controller):
         who = await _visibility(request.user.user_id, accounts, bridge)
         if session.owner_id != who.user_id and session.organization_id not in who.whole:
             raise SessionNotFound(session_id)  # a member sees their own usage only
-        await billing.caught_up(bridge, "usage")
+        await billing.caught_up("usage")
         calls = await bridge(billing.usage.session_calls, session_id)
         runs: dict[UUID | None, Figures] = {}
         for c in calls:
@@ -192,7 +187,7 @@ class UsageController(Controller):
         """The budgets that cover the caller, with what was spent against them this month."""
         profile = await bridge(accounts.profile, request.user.user_id)
         period = period_of(datetime.now(UTC))
-        await billing.caught_up(bridge, "budgets", "usage")
+        await billing.caught_up("budgets", "usage")
         rows = await bridge(
             billing.budgets.covering,
             [o.organization_id for o in profile.organizations],
@@ -215,7 +210,7 @@ class UsageController(Controller):
     ) -> wire.AlertList:  # fmt: skip
         """Thresholds crossed, newest first: the caller's organizations' and their own."""
         roles = await bridge(accounts.organization_roles, request.user.user_id)
-        await billing.caught_up(bridge, "budgets")
+        await billing.caught_up("budgets")
         rows = await bridge(billing.budgets.alerts, list(roles), request.user.user_id, limit)
         return wire.AlertList(
             items=[

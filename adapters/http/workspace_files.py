@@ -20,7 +20,6 @@ presigns URLs (S3), it answers 307 to a short-lived presigned URL instead.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Protocol, runtime_checkable
 from uuid import UUID
@@ -59,12 +58,10 @@ class FileListing:
 
     view: WorkspaceFilesView
     waiter: ViewWaiter
-    head: Callable[[], int | None]  # the newest notification id of the accounts' log
     bridge: SyncBridge
 
     async def files(self, workspace_id: UUID) -> list[FileRow]:
-        position = await self.bridge(self.head)
-        await self.waiter.wait_for(WorkspaceFilesView.name, position or 0)
+        await self.waiter.caught_up(WorkspaceFilesView.name)
         return await self.bridge(self.view.files, workspace_id)
 
 
