@@ -120,9 +120,9 @@ class ContextBuilder:
                 not tool_use_id.startswith(MANUAL_PREFIX)  # no model turn to cite from
             ):
                 self._pages[tool_use_id] = self._showing_pages(e)
-                self._add(self._turn_of(e))
+                self._add(self._turn_with_pages(e))
             case _:
-                self._add(self._turn_of(e))
+                self._add(self._turn_with_pages(e))
 
     def compact(self, summary: str, through_version: int) -> None:
         """Start again from the summary and what came after `through_version`."""
@@ -133,7 +133,7 @@ class ContextBuilder:
             self._add(("user", [skill_instructions(skills[-1])]))  # never compacted away
         for e in self._events:
             if e.originator_version > through_version:
-                self._add(self._turn_of(e))
+                self._add(self._turn_with_pages(e))
 
     def conversation(self) -> list[Message]:
         for role, blocks in self._turns[self._dirty :]:
@@ -165,7 +165,8 @@ class ContextBuilder:
         )
         return request, estimate
 
-    def _turn_of(self, e: SessionEvent) -> tuple[Role, list[ContentBlock]] | None:
+    def _turn_with_pages(self, e: SessionEvent) -> tuple[Role, list[ContentBlock]] | None:
+        """`_turn_of(e)`, with a result that showed pages as it was when recorded."""
         pages = self._pages.get(e.tool_use_id) if isinstance(e, S.ToolResultRecorded) else None
         return ("user", [pages]) if pages is not None else _turn_of(e)
 
