@@ -7,6 +7,11 @@ period (`TOKENDANCE_SHUTDOWN_GRACE`) is cancelled. Then the app's lifespan stops
 runs (they stay active in the log, and the next start resumes them) and the background
 services, and `serve` returns. uvicorn itself would raise the signal again once drained;
 that would end the process before it stops the servers it started, so it does not.
+
+Where installed, the event loop is uvloop's and the HTTP parser httptools'. `serve` runs
+in a loop the caller starts (`asyncio.run` in `adapters.cli`), so uvicorn's own `loop`
+setting never applies: importing this module sets uvloop's loop policy instead, before
+the caller starts its loop.
 """
 
 from __future__ import annotations
@@ -25,6 +30,17 @@ from adapters.settings import Settings
 from adapters.system import System
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _use_uvloop() -> None:
+    try:
+        import uvloop
+    except ImportError:  # not on Windows; the standard loop serves too, slower
+        return
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+
+
+_use_uvloop()
 
 
 class _Server(uvicorn.Server):
@@ -59,6 +75,7 @@ async def serve(system: System, settings: Settings) -> None:
         port=settings.port,
         log_level=settings.log_level.lower(),
         timeout_graceful_shutdown=settings.shutdown_grace,
+        http="auto",  # httptools where installed, else h11
     )
     loop = asyncio.get_running_loop()
     # A signal handler runs between two steps of the loop: hand the work to the loop.

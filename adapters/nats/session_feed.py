@@ -1,10 +1,17 @@
 """One session's events for a reader: the stored ones after a version, then the live tail.
 
-The reader subscribes first (core NATS: the relay's JetStream publishes and the live
-deltas), then catches up from the event store, then forwards what arrives, skipping
-versions it already sent and refilling from the store when it sees a gap. So a
-client resuming from `Last-Event-ID` gets every stored event after it exactly once,
-also across a server restart (the ids are session versions, kept in Postgres).
+The readers of a session in this process share one core-NATS subscription
+(`<stream>.*.<session>`: the relay's JetStream publishes and the live deltas, see
+`session_hub`), made with the first reader and dropped with the last. Each message is
+decoded once and queued for every reader in a bounded inbox of its own, so a slow
+client holds up no one; a reader whose inbox overflowed refills its stored events from
+the store (its live deltas in between are lost).
+
+A reader makes sure the subscription exists first, then catches up from the event
+store, then forwards what arrives, skipping versions it already sent and refilling
+from the store when it sees a gap. So a client resuming from `Last-Event-ID` gets
+every stored event after it exactly once, also across a server restart (the ids are
+session versions, kept in Postgres).
 
 The store stays the source of truth: while NATS is away (never there, or the
 connection dropped mid-stream) the reader polls the store every `POLL_WITHOUT_NATS`
@@ -19,18 +26,16 @@ last id.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from uuid import UUID
 
 import msgspec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
-from nats.errors import Error as NatsError
 
 from adapters.nats.live import live_subject
+from adapters.nats.session_hub import Inbox, Overflowed, SessionHub
 from adapters.nats.stream import BadMessage, to_notification
 from application.bridge import SyncBridge
 from application.sessions import SessionService
@@ -61,6 +66,7 @@ class Idle:
 
 
 FeedItem = Stored | Live | Idle
+Arrival = Stored | Live  # a message of the shared subscription, decoded once
 
 
 class _LiveDelta(msgspec.Struct):
@@ -84,25 +90,29 @@ class SessionFeed:
         self._connection = connection
         self.stream = stream
         self.closed = False
-        self._queues: set[asyncio.Queue[Msg | None]] = set()
+        self.hub: SessionHub[Arrival] = SessionHub(
+            connection=self.connection, subject=self._subject, parse=self._decode
+        )
 
     def close(self) -> None:
         """End every open reader now, and any opened later at once (shutting down)."""
         self.closed = True
-        for queue in self._queues:
-            queue.put_nowait(None)
+        self.hub.close()
+
+    @property
+    def subscriptions(self) -> int:
+        """The NATS subscriptions held for this process's readers (one per session)."""
+        return self.hub.subscriptions
 
     async def read(
         self, session_id: UUID, after: int, *, idle: float = 15.0
-    ) -> AsyncIterator[FeedItem]:
-        reader = _Reader(self, session_id, after, idle)
-        self._queues.add(reader.queue)
+    ) -> AsyncGenerator[FeedItem, None]:
+        inbox = self.hub.join(session_id)
         try:
-            async for item in reader.items():
+            async for item in _Reader(self, session_id, after, idle, inbox).items():
                 yield item
         finally:
-            self._queues.discard(reader.queue)
-            await reader.unsubscribe()
+            await self.hub.leave(session_id, inbox)
 
     async def events_after(self, session_id: UUID, after: int) -> list[SessionEvent]:
         return await self.bridge(_events_after, self.sessions, session_id, after)
@@ -111,51 +121,72 @@ class SessionFeed:
         nc = self._connection()
         return nc if nc is not None and nc.is_connected else None
 
-    def subjects(self, session_id: UUID) -> tuple[str, str]:
-        return f"{self.stream.lower()}.events.{session_id}", live_subject(self.stream, session_id)
+    def _subject(self, session_id: UUID) -> str:
+        """Both `<stream>.events.<session>` and `live_subject`, in one subscription."""
+        return f"{self.stream.lower()}.*.{session_id}"
 
-    def is_live_subject(self, subject: str) -> bool:
-        return subject.startswith(f"{self.stream.lower()}.live.")
+    def _decode(self, msg: Msg) -> Arrival | None:
+        """A message of the session's subject, once for all its readers (None: not ours)."""
+        session = msg.subject.rsplit(".", 1)[-1]
+        if msg.subject == live_subject(self.stream, session):
+            try:
+                delta = msgspec.json.decode(msg.data, type=_LiveDelta)
+            except msgspec.DecodeError:
+                return None
+            thinking = delta.type == "thinking_delta"
+            return Live(ThinkingDelta(delta.text) if thinking else TextDelta(delta.text))
+        if msg.subject != f"{self.stream.lower()}.events.{session}":
+            return None
+        try:
+            notification = to_notification(msg)
+        except BadMessage:
+            return None
+        return Stored(as_session_event(self.sessions.mapper.to_domain_event(notification)))
 
 
 class _Reader:
-    """One reader's state: the last version sent, its subscriptions and their client."""
+    """One reader's state: the last version sent, and its inbox of the shared subscription."""
 
-    def __init__(self, feed: SessionFeed, session_id: UUID, after: int, idle: float) -> None:
+    def __init__(
+        self, feed: SessionFeed, session_id: UUID, after: int, idle: float, inbox: Inbox[Arrival]
+    ) -> None:
         self.feed = feed
+        self.hub = feed.hub
         self.session_id = session_id
         self.last = after
         self.idle = idle
-        self.queue: asyncio.Queue[Msg | None] = asyncio.Queue()
-        self.subscriptions: list[Subscription] = []
-        self.nc: NATS | None = None  # the client the subscriptions are on
+        self.inbox = inbox
         self._quiet_since = 0.0
 
     async def items(self) -> AsyncIterator[FeedItem]:
         loop = asyncio.get_running_loop()
-        await self._subscribe()
+        await self.hub.subscribe(self.session_id)
         async for stored in self._catch_up():
             yield stored
         self._quiet_since = loop.time()
         while not self.feed.closed:
-            try:
-                msg = await asyncio.wait_for(self.queue.get(), self._wait())
-            except TimeoutError:
-                msg = None
+            arrival = await self.inbox.get(self._wait())
             if self.feed.closed:
                 return
             sent = False
-            async for item in self._quiet() if msg is None else self._handle(msg):
+            async for item in self._next(arrival):
                 sent = sent or not isinstance(item, Idle)
                 yield item
             if sent or loop.time() - self._quiet_since >= self.idle:
                 self._quiet_since = loop.time()
 
+    def _next(self, arrival: Arrival | Overflowed | None) -> AsyncIterator[FeedItem]:
+        if arrival is None:
+            return self._quiet()
+        if isinstance(arrival, Overflowed):
+            return self._catch_up()  # messages were dropped for this reader: the store has them
+        return self._handle(arrival)
+
     async def _quiet(self) -> AsyncIterator[FeedItem]:
         """No message for a while: read the store when NATS is away or a keep-alive is due."""
         due = asyncio.get_running_loop().time() - self._quiet_since >= self.idle
-        if not self._is_live():
-            await self._subscribe()  # NATS back: subscribed before the store read, no gap
+        if not self.hub.is_live(self.session_id):
+            await self.hub.subscribe(self.session_id)  # NATS back: before the store read
         elif not due:
             return
         caught = 0
@@ -165,60 +196,26 @@ class _Reader:
         if due and not caught:
             yield Idle()
 
-    async def _handle(self, msg: Msg) -> AsyncIterator[FeedItem]:
-        if self.feed.is_live_subject(msg.subject):
-            delta = msgspec.json.decode(msg.data, type=_LiveDelta)
-            thinking = delta.type == "thinking_delta"
-            yield Live(ThinkingDelta(delta.text) if thinking else TextDelta(delta.text))
+    async def _handle(self, arrival: Arrival) -> AsyncIterator[FeedItem]:
+        if isinstance(arrival, Live):
+            yield arrival
             return
-        try:
-            notification = to_notification(msg)
-        except BadMessage:
-            return
-        version = notification.originator_version
-        if version <= self.last:
+        if arrival.version <= self.last:
             return  # already sent (caught up from the store)
-        if version > self.last + 1:  # a message went missing: the store has it
+        if arrival.version > self.last + 1:  # a message went missing: the store has it
             async for item in self._catch_up():
                 yield item
             return
-        self.last = version
-        event = self.feed.sessions.mapper.to_domain_event(notification)
-        yield Stored(as_session_event(event))
+        self.last = arrival.version
+        yield arrival
 
     async def _catch_up(self) -> AsyncIterator[Stored]:
         for event in await self.feed.events_after(self.session_id, self.last):
             self.last = event.originator_version
             yield Stored(event)
 
-    def _is_live(self) -> bool:
-        nc = self.feed.connection()
-        return bool(self.subscriptions) and nc is not None and nc is self.nc
-
     def _wait(self) -> float:
-        return CHECK_NATS if self._is_live() else POLL_WITHOUT_NATS
-
-    async def _subscribe(self) -> None:
-        nc = self.feed.connection()
-        if nc is None or (nc is self.nc and self.subscriptions):
-            return  # NATS away, or subscribed already (the client resubscribes on reconnect)
-        await self.unsubscribe()
-
-        async def enqueue(msg: Msg) -> None:
-            self.queue.put_nowait(msg)
-
-        try:
-            for subject in self.feed.subjects(self.session_id):
-                self.subscriptions.append(await nc.subscribe(subject, cb=enqueue))
-            self.nc = nc
-        except NatsError:
-            await self.unsubscribe()
-
-    async def unsubscribe(self) -> None:
-        for sub in self.subscriptions:
-            with contextlib.suppress(NatsError, asyncio.CancelledError):
-                await sub.unsubscribe()
-        self.subscriptions, self.nc = [], None
+        return CHECK_NATS if self.hub.is_live(self.session_id) else POLL_WITHOUT_NATS
 
 
 def _events_after(sessions: SessionService, session_id: UUID, after: int) -> list[SessionEvent]:
