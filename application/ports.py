@@ -140,6 +140,18 @@ class DeltaSink(Protocol):
     async def publish(self, session_id: UUID, delta: TextDelta | ThinkingDelta) -> None: ...
 
 
+class RunDispatch(Protocol):
+    """Hands runs to worker processes (a work queue) instead of this process's tasks."""
+
+    async def dispatch(self, session_id: UUID, run_id: UUID, at_version: int) -> None:
+        """Ask some worker to drive the run (the session is at `at_version`)."""
+        ...
+
+    async def stop(self, session_id: UUID, worker: str) -> bool:
+        """Ask `worker` to stop driving the session's run; whether it did."""
+        ...
+
+
 class SpendReader(Protocol):
     """Budgets and what has been spent against them, as the usage read model has it."""
 

@@ -214,6 +214,7 @@ async def replay(stored: Sequence[SessionEvent], *, engine: ReplayEngine) -> Rep
     target, bridge = runner.sessions, runner.bridge
     # What no engine produced: the start, and for a fork the log it was given.
     target.events.put(list(stored[: _given(stored)]))
+    target.before_change = _claims_of(stored)
     runner.tool_calls = ReplayToolCalls(runner.tools, runner.tool_calls.blobs, stored)
     try:
         while position() < len(stored):
@@ -236,6 +237,25 @@ async def replay(stored: Sequence[SessionEvent], *, engine: ReplayEngine) -> Rep
         return ReplayReport(len(stored), None)
     finally:
         bridge.close()
+
+
+def _claims_of(stored: Sequence[SessionEvent]) -> Callable[[S], None]:
+    """What applies a recorded claim (a `RunStarted` of a run already started: a worker
+    taking the run over from one that died) when the replayed log reaches it, as the
+    input it was: no single engine makes one."""
+    started: set[UUID] = set()
+    claims: dict[int, S.RunStarted] = {}
+    for e in stored:
+        if isinstance(e, S.RunStarted):
+            if e.run_id in started:
+                claims[e.originator_version] = e
+            started.add(e.run_id)
+
+    def apply(session: S) -> None:
+        while (claim := claims.get(session.version + 1)) is not None:
+            session.start_run(claim.run_id, claim.worker)
+
+    return apply
 
 
 def _given(stored: Sequence[SessionEvent]) -> int:

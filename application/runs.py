@@ -4,6 +4,11 @@ At most one task per session in this process (the aggregate allows one active ru
 A stop cancels the task, which cancels the model stream or the tool in flight, then
 records `RunStopped`. Shutting down cancels tasks without recording anything, so the
 runs are still active in the log and `recover()` picks them up on the next start.
+
+With a `RunDispatch` (an API replica beside worker processes) no run is driven here:
+a run to start or resume is handed to the workers, and a stop first asks the worker
+that holds the run to stop driving it. A dispatch that fails (NATS away) loses
+nothing: the run is in the log, and the workers' sweep hands it out again.
 """
 
 from __future__ import annotations
@@ -18,9 +23,11 @@ from uuid import UUID
 
 from application.bridge import SyncBridge
 from application.manual_tools import ManualTools
+from application.ports import RunDispatch
 from application.runner import AgentRunner, RunEnd
 from application.sessions import Receipt, SessionService
 from domain.context import MANUAL_PREFIX
+from domain.errors import ClaimLost
 from domain.session import AgentSession
 from domain.values import AttachedFile
 
@@ -38,11 +45,13 @@ class RunScheduler:
         sessions: SessionService,
         bridge: SyncBridge,
         manual: ManualTools | None = None,
+        dispatch: RunDispatch | None = None,
     ) -> None:
         self.runner = runner
         self.sessions = sessions
         self.bridge = bridge
         self.manual = manual
+        self.dispatch = dispatch
         self._tasks: dict[UUID, asyncio.Task[RunEnd]] = {}
 
     async def send_message(
@@ -61,7 +70,7 @@ class RunScheduler:
             session_id, text, run_id, attachments=attachments, idempotency_key=idempotency_key,
             files=files,
         )  # fmt: skip
-        self._spawn(session_id, run_id)
+        await self._start(session_id, run_id, receipt.version)
         return receipt
 
     async def confirm(
@@ -85,15 +94,22 @@ class RunScheduler:
             return Answer(receipt, after)
         session = await self.bridge(self.sessions.get_session, session_id)
         if session.active_run is not None and not session.pending_confirmations:
-            self._spawn(session_id, session.active_run)
+            await self._start(session_id, session.active_run, receipt.version)
         return Answer(receipt, after)
 
     async def stop(self, session_id: UUID, reason: str = "stopped by the user") -> Receipt:
-        """Cancel the run's task (if here) and record the stop."""
+        """Cancel the run's task (here, or on the worker that holds it) and record the stop."""
         task = self._tasks.get(session_id)
         if task is not None:
             task.cancel()
             await asyncio.wait([task], timeout=STOP_GRACE)
+        elif self.dispatch is not None:
+            session = await self.bridge(self.sessions.get_session, session_id)
+            if session.run_worker is not None:
+                try:
+                    await self.dispatch.stop(session_id, session.run_worker)
+                except Exception:  # the stop is recorded anyway: the holder's writes then fail
+                    log.warning("could not reach %s to stop its run", session.run_worker)
         return await self.bridge(self.sessions.stop_active_run, session_id, reason)
 
     def recover(self, active: Iterable[tuple[UUID, UUID]]) -> None:
@@ -117,6 +133,15 @@ class RunScheduler:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
+    async def _start(self, session_id: UUID, run_id: UUID, at_version: int) -> None:
+        if self.dispatch is None:
+            self._spawn(session_id, run_id)
+            return
+        try:
+            await self.dispatch.dispatch(session_id, run_id, at_version)
+        except Exception as e:  # the run is in the log: the workers' sweep hands it out
+            log.warning("run %s not dispatched now (%s); the workers' sweep will", run_id, e)
+
     def _spawn(self, session_id: UUID, run_id: UUID, *, recovering: bool = False) -> None:
         current = self._tasks.get(session_id)
         if current is not None and not current.done():
@@ -133,9 +158,13 @@ class RunScheduler:
 
     async def _drive(self, session_id: UUID, run_id: UUID, recovering: bool) -> RunEnd:
         try:
-            return await self.runner.run(session_id, run_id, recovering=recovering)
+            with self.sessions.hold(session_id, run_id):
+                return await self.runner.run(session_id, run_id, recovering=recovering)
         except asyncio.CancelledError:
             raise
+        except ClaimLost as e:  # stopped, or taken over: the log says what happened
+            log.info("%s", e)
+            return "not_active"
         except Exception as e:
             log.exception("run %s of session %s failed", run_id, session_id)
             with contextlib.suppress(Exception):

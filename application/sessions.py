@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError, JSONTranscoder
+from eventsourcing.utils import EnvType
 
 from application.transcodings import register_value_objects
 from domain.budgets import ThresholdCrossing
 from domain.conversation import ModelTurn
-from domain.errors import Conflict, SessionNotFound
+from domain.errors import ClaimLost, Conflict, SessionNotFound
 from domain.events import SessionEvent, as_session_event
 from domain.fork import fork
 from domain.session import AgentSession
@@ -42,6 +44,23 @@ class Receipt:
     events: tuple[SessionEvent, ...] = ()
 
 
+@dataclass
+class _Hold:
+    """A run this process drives, and who holds it (see `SessionService.hold`)."""
+
+    run_id: UUID
+    worker: str | None
+
+    def check(self, session: AgentSession) -> None:
+        if session.active_run != self.run_id:
+            raise ClaimLost(f"run {self.run_id} of session {session.id} is no longer active")
+        if session.run_worker not in (None, self.worker) and self.worker is not None:
+            raise ClaimLost(
+                f"run {self.run_id} of session {session.id} was claimed by "
+                f"{session.run_worker}, not {self.worker}"
+            )
+
+
 class SessionService(Application[UUID]):
     """The agent sessions application (the write side)."""
 
@@ -51,6 +70,12 @@ class SessionService(Application[UUID]):
         "AGGREGATE_CACHE_MAXSIZE": "1000",
         "COMPRESSOR_TOPIC": "",
     }
+
+    def __init__(self, env: EnvType | None = None) -> None:
+        super().__init__(env)
+        self._holds: dict[UUID, _Hold] = {}  # session -> the run this process drives in it
+        # Replay applies the inputs a run met midway (a takeover's claim) through this.
+        self.before_change: Callable[[AgentSession], None] | None = None
 
     def register_transcodings(self, transcoder: JSONTranscoder) -> None:
         super().register_transcodings(transcoder)
@@ -330,6 +355,22 @@ class SessionService(Application[UUID]):
 
     # -- plumbing ---------------------------------------------------------------
 
+    @contextmanager
+    def hold(self, session_id: UUID, run_id: UUID, worker: str | None = None) -> Iterator[None]:
+        """While this process drives `run_id`, refuse its writes to the session once the
+        run has ended or another worker has claimed it (`ClaimLost`).
+
+        `worker` is who holds the run; unknown (a run started or resumed in this
+        process), it is the run's worker at this process's first write.
+        """
+        hold = _Hold(run_id, worker)
+        self._holds[session_id] = hold
+        try:
+            yield
+        finally:
+            if self._holds.get(session_id) is hold:
+                del self._holds[session_id]
+
     def _change(
         self,
         session_id: UUID,
@@ -341,7 +382,14 @@ class SessionService(Application[UUID]):
             raise Conflict(
                 f"session {session_id} is at version {session.version}, not {expected_version}"
             )
+        if self.before_change is not None:
+            self.before_change(session)
+        hold = self._holds.get(session_id)
+        if hold is not None:
+            hold.check(session)
         command(session)
+        if hold is not None and hold.worker is None:
+            hold.worker = session.run_worker
         return self._save(session)
 
     def _save(self, session: AgentSession) -> Receipt:

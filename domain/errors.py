@@ -31,6 +31,12 @@ class RunAlreadyActive(Conflict):
     code = "RUN_ALREADY_ACTIVE"
 
 
+class ClaimLost(Conflict):
+    """A run's writer no longer holds the run: it ended, or another worker claimed it."""
+
+    code = "RUN_CLAIM_LOST"
+
+
 class InvalidCommand(DomainError):
     """The command is well formed but not allowed in the session's current state."""
 

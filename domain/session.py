@@ -77,8 +77,8 @@ class AgentSession(Aggregate):
     """One agent session in a workspace."""
 
     # v2: typed settings; a run's tokens and last message. v3: its organization and team.
-    # v4: the numbers of its sources. v5: the active run's artifacts
-    class_version = 5
+    # v4: the numbers of its sources. v5: the active run's artifacts. v6: who holds the run
+    class_version = 6
 
     @staticmethod
     def upcast_v1_v2(state: State) -> None:
@@ -98,6 +98,10 @@ class AgentSession(Aggregate):
     @staticmethod
     def upcast_v4_v5(state: State) -> None:
         state.setdefault("run_artifacts", [])
+
+    @staticmethod
+    def upcast_v5_v6(state: State) -> None:
+        state.setdefault("run_worker", None)
 
     # -- events ----------------------------------------------------------------
 
@@ -395,6 +399,7 @@ class AgentSession(Aggregate):
         self.parent_id = parent_id
         self.parent_version = parent_version
         self.active_run: UUID | None = None
+        self.run_worker: str | None = None  # who holds the active run: its latest RunStarted
         self.run_tokens = 0  # tokens the active run's turns used so far
         self.run_message_id: int | None = None  # the active run's last assistant turn
         self.run_artifacts: list[RunArtifact] = []  # what the active run made
@@ -778,6 +783,7 @@ class AgentSession(Aggregate):
     @event(RunStarted)
     def _run_started(self, run_id: UUID, worker: str) -> None:
         self.status = "running"
+        self.run_worker = worker
 
     def complete_run(self, run_id: UUID, reason: str = "end_turn") -> None:
         self._check_run(run_id)
@@ -794,7 +800,7 @@ class AgentSession(Aggregate):
         message_id: int | None,
         artifacts: list[RunArtifact],
     ) -> None:
-        self.active_run = None
+        self.active_run, self.run_worker = None, None
         self.status = "completed"
 
     def fail_run(self, run_id: UUID, reason: str, error_code: str = "RUN_FAILED") -> None:
@@ -814,7 +820,7 @@ class AgentSession(Aggregate):
         message_id: int | None,
         artifacts: list[RunArtifact],
     ) -> None:
-        self.active_run = None
+        self.active_run, self.run_worker = None, None
         self.status = "error"
 
     def stop_run(self, run_id: UUID, reason: str = "stopped by user") -> None:
@@ -832,7 +838,7 @@ class AgentSession(Aggregate):
         message_id: int | None,
         artifacts: list[RunArtifact],
     ) -> None:
-        self.active_run = None
+        self.active_run, self.run_worker = None, None
         self.status = "stopped"
 
     def stop(self, reason: str) -> None:

@@ -40,6 +40,7 @@ from adapters.http.uploads import SessionUploads, UploadController
 from adapters.http.usage import Billing, UsageController
 from adapters.http.workspace_files import FileListing, workspace_files_router
 from adapters.nats.session_feed import SessionFeed
+from adapters.nats.signing_peers import keep_answering
 from adapters.services import Services
 from adapters.system import Engine
 from application.skills import SkillRegistry
@@ -97,11 +98,20 @@ def create_app(
         await container.bridge(idempotency.create_table)
         waiter.start()
         await services.start(wait_for_nats=False)
-        recovery = asyncio.create_task(recover_runs(container, engine), name="recover runs")
+        # An API replica beside workers drives no run: the workers' sweep recovers them.
+        here = engine.scheduler.dispatch is None
+        recovery = asyncio.create_task(
+            recover_runs(container, engine) if here else asyncio.sleep(0), name="recover runs"
+        )
+        secret = container.settings.signing_secret()
+        signing = asyncio.create_task(
+            keep_answering(lambda: services.nats, container.settings.nats_stream, secret)
+        )  # peers starting later check that they sign with the same secret
         try:
             yield
         finally:
             feed.close()  # open streams end; their clients resume from their last id
+            signing.cancel()
             recovery.cancel()
             await engine.scheduler.close()  # runs stay active in the log; the next start resumes
             await waiter.stop()
