@@ -36,8 +36,10 @@ from adapters.llm.scripted import load_llm_spec
 from adapters.llm.tokens import TiktokenCounter
 from adapters.llm.unconfigured import HOW_TO_CONFIGURE, UnconfiguredLLM
 from adapters.nats.live import NatsDeltaSink
+from adapters.nats.run_queue import RunQueue
 from adapters.nats.stream import EventStream
 from adapters.postgres.active_runs import active_runs
+from adapters.postgres.advisory_locks import AdvisoryLocks
 from adapters.postgres.eventstore import eventstore_env
 from adapters.price_file import PriceFileError, load_prices
 from adapters.services import Services
@@ -47,6 +49,7 @@ from adapters.telemetry import traced_llm, traced_tools, tracer_provider_from_en
 from adapters.web.page_reader import HttpPageReader
 from adapters.web.url_guard import AllowList
 from adapters.web_search import build_web_search
+from adapters.worker import Worker, WorkerSettings
 from application.accounts import THIRTY_DAYS, AccountService
 from application.bridge import SyncBridge
 from application.budget_guard import BudgetEnforcer, BudgetGuard
@@ -119,12 +122,14 @@ def bootstrap(
     stream_factory: StreamFactory | None = None,
     relay_batch_size: int = 256,
     prices: PriceTable | None = None,
+    standby: bool = False,
 ) -> System:
     """The whole system on the servers at `database_url` and `nats_url` (tables created).
 
     `tools` replaces the built-in tools (pass `[*build_tools(settings), extra]` to add
     one); `deltas` defaults to core NATS; `clock` is the accounts' (token expiry).
     The background services are built, not started: `await system.services.start()`.
+    `standby`: other processes run the same projections (one is active per view).
     """
     blobs = blobs if blobs is not None else build_blobs(settings)
     container = _open_store(settings, database_url, nats_url, clock or time.time, blobs)
@@ -134,6 +139,7 @@ def bootstrap(
         projections_enabled=projections,
         relay_batch_size=relay_batch_size,
         stream_factory=stream_factory or EventStream,
+        standby=standby,
     )
     live = deltas or NatsDeltaSink(lambda: services.nats, settings.nats_stream)
     telemetry = tracer_provider_from_env(os.environ)  # one per process, closed with it
@@ -374,6 +380,31 @@ def _open_store(
     files = WorkspaceFiles(accounts, blobs, bridge, max_bytes=settings.max_upload_bytes)
     return Container(
         settings, database_url, nats_url, sessions, views, checkpoints, bridge, accounts, files
+    )
+
+
+def dispatch_runs_to_workers(system: System) -> RunQueue:
+    """Make `system` an API replica: the runs it starts or resumes go to the workers."""
+    queue = RunQueue(lambda: system.services.nats, system.settings.nats_runs_stream)
+    system.engine.scheduler.dispatch = queue
+    return queue
+
+
+def build_worker(system: System) -> Worker:
+    """A worker that drives `system`'s engine on runs from the work queue."""
+    s, c = system.settings, system.container
+    return Worker(
+        engine=system.engine,
+        queue=RunQueue(lambda: system.services.nats, s.nats_runs_stream),
+        locks=AdvisoryLocks(c.database_url),
+        recorder=c.recorder,
+        mapper=c.sessions.mapper,
+        settings=WorkerSettings(
+            concurrency=s.worker_concurrency,
+            ack_wait=float(s.run_ack_wait),
+            max_deliveries=s.run_max_deliveries,
+            sweep=float(s.run_sweep),
+        ),
     )
 
 

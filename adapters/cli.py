@@ -8,14 +8,15 @@ import contextlib
 import logging
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from uuid import UUID
 
-from adapters.bootstrap import bootstrap
+from adapters.bootstrap import bootstrap, build_worker, dispatch_runs_to_workers
 from adapters.embedded import EmbeddedServers, LeaseHeld
 from adapters.llm.scripted import check_llm_spec
+from adapters.nats.signing_peers import differing_at
 from adapters.settings import Settings
 from adapters.system import System
 from adapters.usage_report import add_arguments as add_usage_arguments
@@ -47,6 +48,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="overrides TOKENDANCE_PORT")
     serve.set_defaults(func=_serve)
 
+    api = commands.add_parser("api", help="run only the HTTP API; its runs go to the workers")
+    api.add_argument("--host", help="overrides TOKENDANCE_HOST")
+    api.add_argument("--port", type=int, help="overrides TOKENDANCE_PORT")
+    api.set_defaults(func=_api)
+
+    worker = commands.add_parser("worker", help="drive runs from the runs work queue")
+    worker.set_defaults(func=_worker)
+
     relay = commands.add_parser("relay", help="run only the relay (Postgres -> NATS)")
     relay.set_defaults(func=_relay)
 
@@ -62,8 +71,11 @@ def _parser() -> argparse.ArgumentParser:
     add_usage_arguments(usage)
     usage.set_defaults(func=_usage)
 
-    projections = commands.add_parser("projections", help="manage read models")
-    projection_commands = projections.add_subparsers(required=True, metavar="ACTION")
+    projections = commands.add_parser(
+        "projections", help="keep the read models up to date (or `projections rebuild`)"
+    )
+    projections.set_defaults(func=_projections)
+    projection_commands = projections.add_subparsers(required=False, metavar="ACTION")
     rebuild = projection_commands.add_parser("rebuild", help="rebuild from the event store")
     rebuild.add_argument("name", nargs="?", help="one read model (default: all)")
     rebuild.set_defaults(func=_rebuild)
@@ -72,7 +84,12 @@ def _parser() -> argparse.ArgumentParser:
 
 @contextmanager
 def _system(
-    settings: Settings, *, relay: bool = True, projections: bool = True, role: str = "command"
+    settings: Settings,
+    *,
+    relay: bool = True,
+    projections: bool = True,
+    role: str = "command",
+    standby: bool = False,
 ) -> Iterator[System]:
     """The servers the settings name, or embedded ones, and the system wired over them.
 
@@ -99,6 +116,7 @@ def _system(
             nats_url=settings.nats_url or embedded.nats_url or "",
             relay=relay,
             projections=projections,
+            standby=standby,
         )
         try:
             yield system
@@ -120,19 +138,66 @@ def _serve(settings: Settings, _: argparse.Namespace) -> None:
         asyncio.run(serve(system, settings))
 
 
-def _relay(settings: Settings, _: argparse.Namespace) -> None:
+def _api(settings: Settings, _: argparse.Namespace) -> None:
+    """One API replica: the commands, queries and streams; its runs go to the workers."""
+    from adapters.http.server import serve
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    system_of = _system(settings, relay=False, projections=False, role="api")
+    with contextlib.suppress(KeyboardInterrupt), system_of as system:
+        secret, stream = settings.signing_secret(), settings.nats_stream
+        if asyncio.run(differing_at(system.container.nats_url, stream, secret)):
+            sys.exit(
+                "tokendance api: the API replicas already running sign tokens with another "
+                "secret; set the same TOKENDANCE_JWT_SECRET on every replica"
+            )
+        dispatch_runs_to_workers(system)
+        asyncio.run(serve(system, settings))
+
+
+def _worker(settings: Settings, _: argparse.Namespace) -> None:
+    """Drive runs from the work queue until SIGTERM; the runs in hand go back to the queue."""
+
     async def run(system: System) -> None:
         await system.services.start()
         try:
-            await asyncio.Event().wait()
+            await build_worker(system).run()
         finally:
-            await system.services.stop()
+            await system.stop()
 
+    _background(settings, run, role="worker", relay=False, projections=False)
+
+
+def _relay(settings: Settings, _: argparse.Namespace) -> None:
+    _background(settings, _services_until_stopped, role="relay", projections=False)
+
+
+def _projections(settings: Settings, _: argparse.Namespace) -> None:
+    """Keep every read model up to date; beside other such processes, one is active per view."""
+    _background(settings, _services_until_stopped, role="projections", relay=False, standby=True)
+
+
+async def _services_until_stopped(system: System) -> None:
+    await system.services.start()
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await system.services.stop()
+
+
+def _background(
+    settings: Settings,
+    run: Callable[[System], Coroutine[object, object, None]],
+    *,
+    role: str,
+    relay: bool = True,
+    projections: bool = True,
+    standby: bool = False,
+) -> None:
+    """A role without HTTP: `run` until SIGTERM or SIGINT."""
     signal.signal(signal.SIGTERM, _interrupt)
-    with (
-        _system(settings, projections=False) as system,
-        contextlib.suppress(KeyboardInterrupt),
-    ):
+    system_of = _system(settings, relay=relay, projections=projections, role=role, standby=standby)
+    with system_of as system, contextlib.suppress(KeyboardInterrupt):
         asyncio.run(run(system))
 
 

@@ -18,6 +18,8 @@ from adapters.nats.connection import connect_nats
 from adapters.nats.feed import JetStreamFeed
 from adapters.nats.relay import Relay
 from adapters.nats.stream import EventStream
+from adapters.postgres.advisory_locks import AdvisoryLocks
+from adapters.postgres.leadership import lead
 from projections.runner import ProjectionRunner
 from projections.view import ProjectionError
 
@@ -31,11 +33,15 @@ class Services:
     projections_enabled: bool = True
     relay_batch_size: int = 256
     stream_factory: Callable[[JetStreamContext, str], EventStream] = EventStream
+    # Other processes may run the same projections: each view's runner then consumes
+    # only while this process holds the view's lock, and stands by otherwise.
+    standby: bool = False
     relay: Relay | None = None
     accounts_relay: Relay | None = None
     runners: dict[str, ProjectionRunner] = field(default_factory=dict)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _nats: NATS | None = None
+    _locks: AdvisoryLocks | None = None
 
     async def start(self, *, wait_for_nats: bool = True) -> None:
         """Start the relay and the runners once NATS answers (in the background unless
@@ -70,7 +76,11 @@ class Services:
                 feed = JetStreamFeed(streams[app.name], f"projection-{name}")
                 runner = ProjectionRunner(view, mapper=app.mapper, feed=feed, bridge=c.bridge)
                 self.runners[name] = runner
-                self._spawn(runner.run(), f"projection {name}")
+                if self.standby:
+                    locks = self._locks = self._locks or AdvisoryLocks(c.database_url)
+                    self._spawn(lead(locks, f"projection:{name}", runner.run), f"projection {name}")
+                else:
+                    self._spawn(runner.run(), f"projection {name}")
         connected.set()
 
     def _start_alert_webhook(self) -> None:
@@ -115,6 +125,8 @@ class Services:
                 with contextlib.suppress(ProjectionError):
                     task.result()
         self._tasks.clear()
+        if self._locks is not None:
+            await self._locks.close()
         if self._nats is not None:
             # With NATS already gone, closing the client fails: nothing is left to close.
             with contextlib.suppress(NatsError, OSError):

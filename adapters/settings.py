@@ -135,6 +135,21 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "tokendance-sandbox:latest",
         "the image the docker sandbox runs (built by sandbox/build_image.sh)",
     ),
+    "TOKENDANCE_WORKER_CONCURRENCY": ("16", "runs one `tokendance worker` process drives at once"),
+    "TOKENDANCE_RUN_ACK_WAIT": (
+        "30",
+        "seconds a worker may go without a heartbeat before its run is handed to another",
+    ),
+    "TOKENDANCE_RUN_MAX_DELIVERIES": (
+        "5",
+        "times a run is handed to a worker before it fails (RUN_DELIVERY_EXHAUSTED) "
+        "instead of looping",
+    ),
+    "TOKENDANCE_RUN_SWEEP": (
+        "15",
+        "seconds between a worker's looks for active runs that no live worker holds "
+        "(requested while NATS was away, or left by a dead worker)",
+    ),
     "TOKENDANCE_ALERT_WEBHOOK": ("", "URL budget alerts are POSTed to as JSON (none: not sent)"),
     "TOKENDANCE_ALERT_WEBHOOK_SECRET": (
         "",
@@ -194,6 +209,10 @@ class Settings:
     sandbox_processes: int = int(_default("TOKENDANCE_SANDBOX_PROCESSES"))
     sandbox_allow_domains: tuple[str, ...] = ()
     sandbox_image: str = _default("TOKENDANCE_SANDBOX_IMAGE")
+    worker_concurrency: int = int(_default("TOKENDANCE_WORKER_CONCURRENCY"))
+    run_ack_wait: int = int(_default("TOKENDANCE_RUN_ACK_WAIT"))
+    run_max_deliveries: int = int(_default("TOKENDANCE_RUN_MAX_DELIVERIES"))
+    run_sweep: int = int(_default("TOKENDANCE_RUN_SWEEP"))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -265,6 +284,14 @@ class Settings:
             ),
             sandbox_allow_domains=_domains(env.get("TOKENDANCE_SANDBOX_ALLOW_DOMAINS", "")),
             sandbox_image=get("TOKENDANCE_SANDBOX_IMAGE"),
+            worker_concurrency=_limit(
+                get("TOKENDANCE_WORKER_CONCURRENCY"), "TOKENDANCE_WORKER_CONCURRENCY"
+            ),
+            run_ack_wait=_limit(get("TOKENDANCE_RUN_ACK_WAIT"), "TOKENDANCE_RUN_ACK_WAIT"),
+            run_max_deliveries=_limit(
+                get("TOKENDANCE_RUN_MAX_DELIVERIES"), "TOKENDANCE_RUN_MAX_DELIVERIES"
+            ),
+            run_sweep=_limit(get("TOKENDANCE_RUN_SWEEP"), "TOKENDANCE_RUN_SWEEP"),
         )
 
     def override(self, **changes: object) -> Settings:
@@ -289,6 +316,11 @@ class Settings:
         """The stream of the accounts' log: its notification ids are a sequence of their
         own, so they never share a dedup window or a predecessor chain with the sessions'."""
         return f"{self.nats_stream}_ACCOUNTS"
+
+    @property
+    def nats_runs_stream(self) -> str:
+        """The work-queue stream of run requests (one message per run to drive)."""
+        return f"{self.nats_stream}_RUNS"
 
     @property
     def thread_pool_size(self) -> int:

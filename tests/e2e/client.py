@@ -52,7 +52,7 @@ def free_port() -> int:
 
 @dataclass
 class Server:
-    """`tokendance serve` on real Postgres and NATS, as its own process."""
+    """`tokendance serve` (or another role) on real Postgres and NATS, as its own process."""
 
     database_url: str
     nats_url: str
@@ -63,6 +63,7 @@ class Server:
     process: subprocess.Popen[bytes] | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
     stderr: Path | None = None  # where the server's stderr goes (default: the test's)
+    role: str = "serve"  # or api, worker, relay, projections
 
     @property
     def url(self) -> str:
@@ -79,17 +80,19 @@ class Server:
             TOKENDANCE_DATA_DIR=str(self.data_dir),
             TOKENDANCE_JWT_SECRET=E2E_JWT_SECRET,
             TOKENDANCE_LOG_LEVEL="WARNING",
-            **self.extra_env,
         )
+        env.update(self.extra_env)  # may override any of the above
         if self.script is not None:
             env["TOKENDANCE_LLM"] = f"scripted:{self.script}"
         with contextlib.ExitStack() as files:
             err = files.enter_context(self.stderr.open("ab")) if self.stderr else None
+            http = self.role in ("serve", "api")
+            args = [self.role, "--port", str(self.port)] if http else [self.role]
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "adapters.cli", "serve", "--port", str(self.port)],
-                env=env,
-                stderr=err,
+                [sys.executable, "-m", "adapters.cli", *args], env=env, stderr=err
             )
+        if not http:
+            return self  # no HTTP to ask: what it is for waits in NATS until it takes it
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -47,7 +47,10 @@ def start_server(
     data_dir = data_root / f"e2e-{settings.nats_stream.lower()}-{uuid.uuid4().hex[:6]}"
 
     def start(
-        script: str | Path | None = None, *, extra_env: dict[str, str] | None = None
+        script: str | Path | None = None,
+        *,
+        extra_env: dict[str, str] | None = None,
+        role: str = "serve",
     ) -> Server:
         server = Server(
             database_url,
@@ -56,6 +59,7 @@ def start_server(
             data_dir,
             script=script_path(script),
             extra_env={**UNLIMITED, **(extra_env or {})},
+            role=role,
         )
         started.append(server)
         return server.start()
