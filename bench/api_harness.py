@@ -112,6 +112,31 @@ def machine() -> str:
     return f"cores: {os.cpu_count() or 1} (load average {load:.2f} at start)"
 
 
+def server_env(
+    database_url: str,
+    nats_url: str,
+    stream: str,
+    data_dir: Path,
+    script: Path | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment of a `tokendance` server process on these servers: this process's
+    own without any TOKENDANCE_ or ANTHROPIC_ variable, then the given settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOKENDANCE_", "ANTHROPIC_"))}
+    env.update(
+        TOKENDANCE_DATABASE_URL=database_url,
+        TOKENDANCE_NATS_URL=nats_url,
+        TOKENDANCE_NATS_STREAM=stream,
+        TOKENDANCE_DATA_DIR=str(data_dir),
+        TOKENDANCE_JWT_SECRET=JWT_SECRET,
+        TOKENDANCE_LOG_LEVEL="WARNING",
+        **(extra_env or {}),
+    )
+    if script is not None:
+        env["TOKENDANCE_LLM"] = f"scripted:{script}"
+    return env
+
+
 @dataclass
 class ApiServer:
     """`tokendance serve` on the given Postgres and NATS, as its own process."""
@@ -135,20 +160,14 @@ class ApiServer:
         return self.process.pid
 
     def start(self) -> ApiServer:
-        env = {
-            k: v for k, v in os.environ.items() if not k.startswith(("TOKENDANCE_", "ANTHROPIC_"))
-        }
-        env.update(
-            TOKENDANCE_DATABASE_URL=self.database_url,
-            TOKENDANCE_NATS_URL=self.nats_url,
-            TOKENDANCE_NATS_STREAM=self.stream,
-            TOKENDANCE_DATA_DIR=str(self.data_dir),
-            TOKENDANCE_JWT_SECRET=JWT_SECRET,
-            TOKENDANCE_LOG_LEVEL="WARNING",
-            **self.extra_env,
+        env = server_env(
+            self.database_url,
+            self.nats_url,
+            self.stream,
+            self.data_dir,
+            self.script,
+            self.extra_env,
         )
-        if self.script is not None:
-            env["TOKENDANCE_LLM"] = f"scripted:{self.script}"
         self.process = subprocess.Popen(
             [sys.executable, "-m", "adapters.cli", "serve", "--port", str(self.port)], env=env
         )
