@@ -2,7 +2,9 @@
 
 Every command goes through here, and the events it recorded are folded into the
 local log, the ledger and the context at once, so the next request is built from
-exactly what is stored, without reading the log again.
+exactly what is stored, without reading the log again. A run starts from the newest
+snapshot of the folded state and the events after it (`application/context_snapshots`),
+and keeps one every `snapshot_every` events and at each compaction.
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ from dataclasses import dataclass, field
 from typing import ParamSpec
 from uuid import UUID
 
+from application import context_snapshots
 from application.bridge import SyncBridge
+from application.ports import ContextSnapshots
 from application.sessions import Receipt, SessionService
 from domain.budgets import BillingScope, Spend
-from domain.context import ContextBuilder
+from domain.context import ContextBuilder, FoldedContext
 from domain.events import SessionEvent
 from domain.ledger import Ledger
+from domain.session import AgentSession as S
 from domain.values import SessionSettings, ToolUseContent
 
 P = ParamSpec("P")
@@ -31,33 +36,85 @@ class RunState:
     run_id: UUID
     sessions: SessionService
     bridge: SyncBridge
+    snapshots: ContextSnapshots | None = None
+    snapshot_every: int = 100
+    # The events read (all of them, or those after a snapshot) and those recorded since.
     log: list[SessionEvent] = field(default_factory=list)
+    version: int = 0  # of the session, as far as this run has folded it
     ledger: Ledger = field(default_factory=Ledger)
     context: ContextBuilder | None = None
     billing: BillingScope | None = None  # whose budgets cover the run (known once it runs)
     # (notification id, spend) of each model call this run recorded
     spent: list[tuple[int, Spend]] = field(default_factory=list)
+    _folded: FoldedContext | None = None  # the snapshot's context, until `follow`
+    _log_from: int = 0  # `log` holds the events after this version
+    _snapshot_at: int = 0
+    _in_step: bool = True  # no one else wrote between our commands (else no snapshots)
 
     async def load(self) -> None:
-        self.log = list(await self.bridge(_events, self.sessions, self.session_id))
-        self.ledger = Ledger.of(self.log)
+        loaded = await self.bridge(_load, self.sessions, self.session_id, self.snapshots)
+        self.log = loaded.tail
+        if loaded.folded is None:
+            self.ledger = Ledger.of(self.log)
+            self._log_from = 0
+        else:
+            self.ledger, self._folded = loaded.folded.ledger, loaded.folded.context
+            self._log_from = self._snapshot_at = loaded.folded.version
+            for e in self.log:
+                self.ledger.apply(e)
+        self.version = self.log[-1].originator_version if self.log else self._log_from
 
     def follow(self, context: ContextBuilder) -> None:
         """Keep `context` up to date with the log from now on."""
+        if self._folded is not None:
+            context.restore(self._folded)
+            self._folded = None
         for e in self.log:
             context.apply(e)
         self.context = context
+
+    async def full_log(self) -> list[SessionEvent]:
+        """The whole log (read now if the run started from a snapshot)."""
+        if self._log_from:
+            head = await self.bridge(_head, self.sessions, self.session_id, self._log_from)
+            self.log, self._log_from = head + self.log, 0
+        return self.log
+
+    async def last_user_message(self) -> str:
+        for log in (self.log, await self.full_log()):
+            for e in reversed(log):
+                if isinstance(e, S.UserMessageAppended):
+                    return e.text
+        return ""
 
     async def record(
         self, command: Callable[P, Receipt], *args: P.args, **kwargs: P.kwargs
     ) -> Receipt:
         receipt = await self.bridge(command, *args, **kwargs)
+        self._in_step = self._in_step and receipt.version - len(receipt.events) == self.version
         for e in receipt.events:
             self.log.append(e)
             self.ledger.apply(e)
             if self.context is not None:
                 self.context.apply(e)
+        self.version = receipt.version
+        if self._snapshot_due(receipt.events):
+            await self._keep_snapshot()
         return receipt
+
+    def _snapshot_due(self, events: Sequence[SessionEvent]) -> bool:
+        if self.snapshots is None or self.context is None or not self._in_step:
+            return False
+        every = max(self.snapshot_every, 1)
+        compacted = any(isinstance(e, S.ContextCompacted) for e in events)
+        return compacted or self.version // every > self._snapshot_at // every
+
+    async def _keep_snapshot(self) -> None:
+        assert self.snapshots is not None and self.context is not None
+        mapper = self.sessions.mapper
+        data = context_snapshots.encode(self.version, self.ledger, self.context.folded(), mapper)
+        await self.bridge(self.snapshots.keep, self.session_id, self.version, data)
+        self._snapshot_at = self.version
 
     @property
     def billing_scope(self) -> BillingScope:
@@ -80,6 +137,21 @@ class RunState:
         return self.ledger.tool_uses_of_last_turn(self.run_id)
 
 
-def _events(sessions: SessionService, session_id: UUID) -> Sequence[SessionEvent]:
+@dataclass(frozen=True)
+class _Loaded:
+    folded: context_snapshots.Folded | None
+    tail: list[SessionEvent]  # the events after the snapshot (all of them without one)
+
+
+def _load(
+    sessions: SessionService, session_id: UUID, snapshots: ContextSnapshots | None
+) -> _Loaded:
     sessions.get_session(session_id)  # SessionNotFound for an unknown id
-    return list(sessions.session_events(session_id))
+    kept = snapshots.latest(session_id) if snapshots is not None else None
+    folded = context_snapshots.decode(kept[1], sessions.mapper) if kept is not None else None
+    after = folded.version if folded is not None else 0
+    return _Loaded(folded, list(sessions.session_events(session_id, after=after)))
+
+
+def _head(sessions: SessionService, session_id: UUID, through: int) -> list[SessionEvent]:
+    return list(sessions.session_events(session_id, limit=through))

@@ -20,13 +20,21 @@ from uuid import UUID
 
 from application.bridge import SyncBridge
 from application.budget_guard import BudgetGuard, NoBudgets
-from application.ports import LLM, BlobStore, DeltaSink, LLMError, TokenCounter
+from application.ports import (
+    LLM,
+    BlobStore,
+    ContextSnapshots,
+    DeltaSink,
+    LLMError,
+    TokenCounter,
+)
 from application.run_state import RunState
 from application.sessions import SessionService
 from application.skills.service import Skills
+from application.steps import UNRECORDED, TurnStep
 from application.tool_calls import ToolCalls
 from application.tools.registry import ToolRegistry
-from domain.budgets import BillingScope, BudgetExceeded, Spend
+from domain.budgets import BillingScope, BudgetExceeded, Spend, ThresholdCrossing
 from domain.context import ContextBuilder, ContextFrame, fold_messages
 from domain.conversation import (
     SESSION_KEY,
@@ -38,9 +46,8 @@ from domain.conversation import (
 )
 from domain.policies import REBOOT_QUESTIONS, needs_compaction
 from domain.pricing import PriceTable
-from domain.session import AgentSession as S
 from domain.sources import resolve_citations
-from domain.values import ModelCallCost, SessionSettings
+from domain.values import ModelCallCost, SessionSettings, blocks_tool_uses, turn_blocks
 
 RunEnd = Literal["completed", "failed", "suspended", "not_active"]
 
@@ -82,6 +89,7 @@ class EngineSettings:
     thinking_budget: int = 0
     system_prompt: str = SYSTEM_PROMPT
     cache_ttl: CacheTtl = "5m"
+    snapshot_every: int = 100  # events between snapshots of a run's folded log
 
 
 class AgentRunner:
@@ -102,6 +110,7 @@ class AgentRunner:
         skills: Skills | None = None,
         settings: EngineSettings | None = None,
         worker: str | None = None,
+        snapshots: ContextSnapshots | None = None,
     ) -> None:
         self.sessions = sessions
         self.bridge = bridge
@@ -116,6 +125,7 @@ class AgentRunner:
         self.skills = skills
         # Asked when built, not at import: a forked process has a pid of its own.
         self.worker = worker or this_worker()
+        self.snapshots = snapshots
 
     async def run(self, session_id: UUID, run_id: UUID, *, recovering: bool = False) -> RunEnd:
         """Run until the run ends or waits for a human; say which."""
@@ -148,16 +158,23 @@ class AgentRunner:
                 return "failed"
             cost = self._cost(turn, request.cache_ttl)
             cited, unknown = resolve_citations(turn.content, state.ledger.sources)
-            receipt = await state.record(
-                self.sessions.record_assistant_turn,
-                session_id, run_id, turn, latency_ms, cost, cited, unknown,
-            )  # fmt: skip
-            await self._after_call(state, receipt.notification_id, turn, cost)
+            crossings = await self._before_recording(state, turn, cost)
+            opening = self.tool_calls.open(state, blocks_tool_uses(turn_blocks(turn)))
+            step = TurnStep(run_id, turn, latency_ms, cost, cited, unknown, crossings, opening.step)
+            receipt = await state.record(self.sessions.record_turn_and_calls, session_id, step)
+            state.spent[-1] = (receipt.notification_id, state.spent[-1][1])
             if not turn.tool_uses:
                 await state.record(self.sessions.complete_run, session_id, run_id, turn.stop_reason)
                 return "completed"
-            if await self.tool_calls.work_through(state) == "suspended":
+            if await self.tool_calls.go_on(state, opening) == "suspended":
                 return "suspended"
+
+    def state_of(self, session_id: UUID, run_id: UUID) -> RunState:
+        """A run's state, reading and keeping snapshots of the folded log if configured."""
+        return RunState(
+            session_id, run_id, self.sessions, self.bridge, self.snapshots,
+            self.settings.snapshot_every,
+        )  # fmt: skip
 
     def frame(self, settings: SessionSettings) -> ContextFrame:
         """The frozen part of every request of a session."""
@@ -201,9 +218,7 @@ class AgentRunner:
         """At a run's start, a skill for the user's message, if none is active yet."""
         if self.skills is None or state.ledger.skill is not None:
             return
-        message = next(
-            (e.text for e in reversed(state.log) if isinstance(e, S.UserMessageAppended)), ""
-        )
+        message = await state.last_user_message()
         found = await asyncio.to_thread(self.skills.match, message) if message else None
         if found is not None:
             spec, score, by = found
@@ -227,7 +242,7 @@ class AgentRunner:
             return request, estimate  # nothing older than the newest turn to fold away
         call, cache_ttl = await self._summarize(state, through, state.context.frame, estimate)
         measure = ContextBuilder(state.context.frame, self.counter.count)
-        for e in state.log:
+        for e in await state.full_log():  # compaction is rare: it may read the whole log
             measure.apply(e)
         measure.compact(call.text, through)
         after = measure.request_and_estimate()[1]
@@ -244,7 +259,8 @@ class AgentRunner:
     ) -> tuple[ModelTurn, CacheTtl]:
         """The model call that summarizes the log through `through` (its input is about
         the size of the whole context, `estimate`)."""
-        history = fold_messages([e for e in state.log if e.originator_version <= through])
+        log = await state.full_log()
+        history = fold_messages([e for e in log if e.originator_version <= through])
         ask = Message("user", (TextBlock(COMPACTION_PROMPT),))
         request = ModelRequest(
             frame.system, (), (*history, ask), model=frame.model, cache_ttl=frame.cache_ttl
@@ -277,6 +293,14 @@ class AgentRunner:
         )
         for crossing in crossings:
             await state.record(self.sessions.note_budget_threshold, state.session_id, crossing)
+
+    async def _before_recording(
+        self, state: RunState, call: ModelTurn, cost: ModelCallCost
+    ) -> list[ThresholdCrossing]:
+        """Count a call about to be recorded with its turn, and the thresholds it crossed
+        (noted in the same write, right after the turn)."""
+        state.spent.append((UNRECORDED, Spend(cost.usd, call.usage.total)))
+        return await self.budgets.after_call(state.billing_scope, state.session_id, state.spent)
 
     async def _stream(
         self, session_id: UUID, request: ModelRequest, *, live: bool = True

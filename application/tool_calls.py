@@ -19,7 +19,18 @@ import msgspec
 from application.ports import BlobStore, ToolExecutionError
 from application.run_state import RunState
 from application.session_notes import SessionNotesOfRun
-from application.tools.base import AnyTool, ToolContext, ToolOutput, source_marker
+from application.steps import (
+    CallRequest,
+    CallsStep,
+    ConfirmationAsk,
+    FindingNote,
+    Note,
+    PlanNote,
+    ProgressNote,
+    ResultStep,
+    Strike,
+)
+from application.tools.base import AnyTool, ToolContext, ToolOutput
 from application.tools.registry import ToolRegistry, ToolRejected
 from domain.errors import DomainError
 from domain.policies import (
@@ -29,6 +40,9 @@ from domain.policies import (
     summarize_output,
 )
 from domain.values import (
+    Citation,
+    PlanItem,
+    RiskLevel,
     SourceSeen,
     ToolResultStatus,
     ToolUseContent,
@@ -48,6 +62,7 @@ class Performed:
     error: str | None = None
     duration_ms: int = 0
     sources: tuple[SourceSeen, ...] = ()  # numbered when recorded, before the result
+    notes: tuple[Note, ...] = ()  # what the tool wrote while it ran, recorded before it
 
 
 @dataclass(frozen=True)
@@ -58,6 +73,24 @@ class Asked:
     name: str
     raw_args: dict[str, object]
     parsed: tuple[AnyTool, msgspec.Struct] | ToolRejected
+    risk: RiskLevel = "safe"
+
+    @property
+    def request(self) -> CallRequest:
+        return CallRequest(self.tool_use_id, self.name, self.raw_args, self.risk)
+
+
+@dataclass(frozen=True)
+class Opening:
+    """The calls a new turn requests in the turn's own write, and how they go on."""
+
+    asked: tuple[Asked, ...] = ()
+    confirmation: ConfirmationAsk | None = None  # the first call waits for a human
+    together: bool = False  # they all run at once
+
+    @property
+    def step(self) -> CallsStep:
+        return CallsStep(tuple(a.request for a in self.asked), self.confirmation)
 
 
 _ACTIONS = uuid.UUID("6f1c2a52-7d0e-4b4e-9c1e-2f7a3c9d8e10")
@@ -97,25 +130,39 @@ class ToolCalls:
                 return "suspended"
         return "done"
 
-    async def request(self, state: RunState, use: ToolUseContent) -> Outcome:
-        asked = await self._ask(state, use)
-        tool_use_id, name, raw_args = asked.tool_use_id, asked.name, asked.raw_args
-        if isinstance(asked.parsed, ToolRejected):
-            await self._fail(state, tool_use_id, name, str(asked.parsed), 0)
-            return "done"
-        tool, args = asked.parsed
-        if self._needs_confirmation(state, tool.risky):
-            await state.record(
-                state.sessions.request_confirmation,
-                state.session_id, action_id_for(state.session_id, tool_use_id), tool_use_id,
-                name, raw_args, tool.describe(args),
-            )  # fmt: skip
+    def open(self, state: RunState, uses: list[ToolUseContent]) -> Opening:
+        """What a new turn's calls record with the turn itself: all of them when they run
+        together, else the first, with the approval it waits for."""
+        if not uses:
+            return Opening()
+        if self._together(state, uses):
+            return Opening(tuple(self._check(state, use) for use in uses), together=True)
+        asked = self._check(state, uses[0])
+        return Opening((asked,), self._confirmation(state, asked))
+
+    async def go_on(self, state: RunState, opening: Opening) -> Outcome:
+        """Once the turn and its opening calls are recorded: run them, then the rest."""
+        if opening.confirmation is not None:
             return "suspended"
-        await self._execute(state, tool_use_id, name, raw_args)
+        if opening.together:
+            await self._perform_all(state, opening.asked)
+            return "done"
+        for asked in opening.asked:
+            await self._settle(state, asked)
+        return await self.work_through(state)
+
+    async def request(self, state: RunState, use: ToolUseContent) -> Outcome:
+        asked = self._check(state, use)
+        confirmation = self._confirmation(state, asked)
+        step = CallsStep((asked.request,), confirmation)
+        await state.record(state.sessions.request_calls, state.session_id, step)
+        if confirmation is not None:
+            return "suspended"
+        await self._settle(state, asked)
         return "done"
 
-    async def _ask(self, state: RunState, use: ToolUseContent) -> Asked:
-        """Record the call as requested (with its risk), and whether it may run at all."""
+    def _check(self, state: RunState, use: ToolUseContent) -> Asked:
+        """The call as it is requested (with its risk), and whether it may run at all."""
         tool_use_id, name, raw_args = use["id"], use["name"], _args_of(use)
         parsed: tuple[AnyTool, msgspec.Struct] | ToolRejected
         try:
@@ -123,16 +170,30 @@ class ToolCalls:
         except ToolRejected as e:
             parsed = e
         risky = not isinstance(parsed, ToolRejected) and parsed[0].risky
-        await state.record(
-            state.sessions.request_tool_call,
-            state.session_id, tool_use_id, name, raw_args, "risky" if risky else "safe",
-        )  # fmt: skip
         if not isinstance(parsed, ToolRejected):
             try:
                 self._check_allowed(state, name)
             except ToolRejected as e:
                 parsed = e
-        return Asked(tool_use_id, name, raw_args, parsed)
+        return Asked(tool_use_id, name, raw_args, parsed, "risky" if risky else "safe")
+
+    def _confirmation(self, state: RunState, asked: Asked) -> ConfirmationAsk | None:
+        if isinstance(asked.parsed, ToolRejected):
+            return None
+        tool, args = asked.parsed
+        if not self._needs_confirmation(state, tool.risky):
+            return None
+        action_id = action_id_for(state.session_id, asked.tool_use_id)
+        return ConfirmationAsk(
+            action_id, asked.tool_use_id, asked.name, asked.raw_args, tool.describe(args)
+        )
+
+    async def _settle(self, state: RunState, asked: Asked) -> None:
+        """Bring a requested call that needs no approval to its result."""
+        if isinstance(asked.parsed, ToolRejected):
+            await self._fail(state, asked.tool_use_id, asked.name, str(asked.parsed), 0)
+        else:
+            await self._execute(state, asked.tool_use_id, asked.name, asked.raw_args)
 
     async def resume(self, state: RunState, tool_use_id: str, recovering: bool) -> Outcome:
         """A requested call without a result: answered, still waiting, or interrupted."""
@@ -181,7 +242,12 @@ class ToolCalls:
     async def _run_together(self, state: RunState, uses: list[ToolUseContent]) -> None:
         """Ask for every call in order, run the admitted ones concurrently, then record
         their results in the turn's order (the log does not depend on which ended first)."""
-        calls = [await self._ask(state, use) for use in uses]
+        calls = tuple(self._check(state, use) for use in uses)
+        step = CallsStep(tuple(c.request for c in calls))
+        await state.record(state.sessions.request_calls, state.session_id, step)
+        await self._perform_all(state, calls)
+
+    async def _perform_all(self, state: RunState, calls: tuple[Asked, ...]) -> None:
         performed = await asyncio.gather(
             *(
                 _refused(c.parsed)
@@ -205,11 +271,15 @@ class ToolCalls:
     ) -> Performed:
         """Run the call with its timeout; every failure becomes an error result."""
         tool, args = self.tools.parse(name, raw_args)
-        notes = SessionNotesOfRun(state, self.blobs, tool_use_id)
+        notes = _HeldNotes(state, self.blobs, tool_use_id)
         ledger = state.ledger
         context = ToolContext(
             state.session_id, tool_use_id, notes, ledger.workspace_id, ledger.owner_id
         )
+        performed = await self._run(tool, args, context)
+        return replace(performed, notes=tuple(notes.held))
+
+    async def _run(self, tool: AnyTool, args: msgspec.Struct, context: ToolContext) -> Performed:
         started = time.perf_counter()
         try:
             output = await asyncio.wait_for(tool.run(args, context), timeout=tool.timeout)
@@ -242,37 +312,33 @@ class ToolCalls:
     ) -> None:
         if result.status == "error":
             error = result.error or result.summary
-            await self._fail(state, tool_use_id, name, error, result.duration_ms)
+            await self._fail(state, tool_use_id, name, error, result.duration_ms, result.notes)
             return
-        summary, shown = result.summary, list[int]()
-        if result.sources:
-            await state.record(
-                state.sessions.record_sources, state.session_id, tool_use_id, list(result.sources)
-            )
-            numbers = state.ledger.source_numbers
-            shown = list(dict.fromkeys(numbers[page.url] for page in result.sources))
-            for index, page in enumerate(result.sources):
-                summary = summary.replace(source_marker(index), f"[{numbers[page.url]}]")
-        await state.record(
-            state.sessions.record_tool_result,
-            state.session_id, tool_use_id, result.status, summary,
-            blob_ref=result.blob_ref, error=result.error, duration_ms=result.duration_ms,
-            sources=shown,
+        step = ResultStep(
+            tool_use_id, result.status, result.summary, result.blob_ref, result.error,
+            result.duration_ms, result.notes, result.sources,
         )  # fmt: skip
+        await state.record(state.sessions.record_result_and_effects, state.session_id, step)
 
     async def _fail(
-        self, state: RunState, tool_use_id: str, tool: str, error: str, duration_ms: int
+        self,
+        state: RunState,
+        tool_use_id: str,
+        tool: str,
+        error: str,
+        duration_ms: int,
+        notes: tuple[Note, ...] = (),
     ) -> None:
-        await state.record(
-            state.sessions.record_tool_result,
-            state.session_id, tool_use_id, "error", error, error=error, duration_ms=duration_ms,
+        """An error result, and the strike it completes (counted as if it were recorded)."""
+        failures = state.ledger.failures_of(tool, error) + 1
+        strike = (
+            Strike(tool, error_signature(error), failures) if failures >= STRIKE_LIMIT else None
+        )
+        step = ResultStep(
+            tool_use_id, "error", error, error=error, duration_ms=duration_ms, notes=notes,
+            strike=strike,
         )  # fmt: skip
-        failures = state.ledger.failures_of(tool, error)
-        if failures >= STRIKE_LIMIT:
-            await state.record(
-                state.sessions.record_strike,
-                state.session_id, tool, error_signature(error), failures,
-            )  # fmt: skip
+        await state.record(state.sessions.record_result_and_effects, state.session_id, step)
 
     @staticmethod
     def _check_allowed(state: RunState, name: str) -> None:
@@ -309,3 +375,21 @@ def _error(message: str, started: float) -> Performed:
 
 def _ms_since(started: float) -> int:
     return int((time.perf_counter() - started) * 1000)
+
+
+class _HeldNotes(SessionNotesOfRun):
+    """The notes a tool writes while it runs, held to be recorded with its result (in one
+    write, in the same order); what a tool needs back from the log is recorded at once."""
+
+    def __init__(self, state: RunState, blobs: BlobStore, tool_use_id: str) -> None:
+        super().__init__(state, blobs, tool_use_id)
+        self.held: list[Note] = []
+
+    async def update_plan(self, items: list[PlanItem]) -> None:
+        self.held.append(PlanNote(items))
+
+    async def record_finding(self, text: str, citations: list[Citation]) -> None:
+        self.held.append(FindingNote(text, citations))
+
+    async def note_progress(self, text: str) -> None:
+        self.held.append(ProgressNote(text))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import assert_never
 
 from domain.conversation import (
@@ -51,6 +51,22 @@ class ContextFrame:
 
 
 Compaction = tuple[str, int]  # (summary, the last version it stands for)
+Turn = tuple[Role, list[ContentBlock]]
+Added = tuple[int, Role, list[ContentBlock]]  # what the event at a version added
+
+
+@dataclass
+class FoldedContext:
+    """A `ContextBuilder`'s state without its frame: a pure function of the events it
+    applied, kept in a snapshot (`application/context_snapshots.py`)."""
+
+    added: list[Added] = field(default_factory=list)  # since the newest compaction
+    turns: list[Turn] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)  # of the first turns, as counted
+    plan: list[PlanItem] = field(default_factory=list)
+    sources: dict[int, NumberedSource] = field(default_factory=dict)
+    reads: dict[int, str] = field(default_factory=dict)
+    skill: S.SkillActivated | None = None
 
 
 def build_request(
@@ -91,22 +107,21 @@ class ContextBuilder:
     def __init__(self, frame: ContextFrame, count: Callable[[str], int] = len) -> None:
         self.frame = frame
         self._count = count
-        self._events: list[SessionEvent] = []
-        self._turns: list[tuple[Role, list[ContentBlock]]] = []  # merged, in order
+        # What each event added, by version, since the newest compaction: a compaction
+        # keeps what came after the version it goes through (which only moves forward).
+        self._added: list[Added] = []
+        self._skill: S.SkillActivated | None = None  # the newest, never compacted away
+        self._turns: list[Turn] = []  # merged, in order
         self._messages: list[Message] = []  # one per turn, valid below `_dirty`
         self._tokens: list[int] = []
         self._dirty = 0
         self._plan: list[PlanItem] = []
         self._sources: dict[int, NumberedSource] = {}  # as far as the log has come
         self._reads: dict[int, str] = {}  # source number -> the call that last read it
-        # Tool results that showed pages, as they were when recorded (a later sighting
-        # of a page must not change an earlier result: the prefix stays the same).
-        self._pages: dict[str, ToolResultBlock] = {}
         tools = json.dumps([_tool_json(t) for t in frame.tools], sort_keys=True)
         self._frame_tokens = count(frame.system) + count(tools)
 
     def apply(self, e: SessionEvent) -> None:
-        self._events.append(e)
         match e:
             case S.PlanUpdated(items=items):
                 self._plan = list(items)
@@ -119,21 +134,42 @@ class ContextBuilder:
             case S.ToolResultRecorded(sources=[_, *_], tool_use_id=tool_use_id) if (
                 not tool_use_id.startswith(MANUAL_PREFIX)  # no model turn to cite from
             ):
-                self._pages[tool_use_id] = self._showing_pages(e)
-                self._add(self._turn_with_pages(e))
+                # As it is now: a later sighting of a page must not change this result.
+                self._adds(e.originator_version, ("user", [self._showing_pages(e)]))
+            case S.SkillActivated():
+                self._skill = e
+                self._adds(e.originator_version, _turn_of(e))
             case _:
-                self._add(self._turn_with_pages(e))
+                self._adds(e.originator_version, _turn_of(e))
 
     def compact(self, summary: str, through_version: int) -> None:
         """Start again from the summary and what came after `through_version`."""
         self._turns, self._messages, self._tokens, self._dirty = [], [], [], 0
         self._add(("user", [TextBlock(f"[Summary of the conversation so far]\n{summary}")]))
-        skills = [e for e in self._events if isinstance(e, S.SkillActivated)]
-        if skills and skills[-1].originator_version <= through_version:
-            self._add(("user", [skill_instructions(skills[-1])]))  # never compacted away
-        for e in self._events:
-            if e.originator_version > through_version:
-                self._add(self._turn_with_pages(e))
+        skill = self._skill
+        if skill is not None and skill.originator_version <= through_version:
+            self._add(("user", [skill_instructions(skill)]))  # never compacted away
+        self._added = [a for a in self._added if a[0] > through_version]
+        for _, role, blocks in self._added:
+            self._add((role, blocks))
+
+    def folded(self) -> FoldedContext:
+        """The state so far (shared, not copied: encode it before applying more)."""
+        del self._messages[self._dirty :], self._tokens[self._dirty :]
+        return FoldedContext(
+            self._added, self._turns, self._tokens, self._plan, self._sources, self._reads,
+            self._skill,
+        )  # fmt: skip
+
+    def restore(self, folded: FoldedContext) -> None:
+        """Continue from `folded` (from a builder with the same counter)."""
+        self._added, self._turns, self._tokens = folded.added, folded.turns, folded.tokens
+        self._plan, self._sources, self._reads = folded.plan, folded.sources, folded.reads
+        self._skill = folded.skill
+        self._messages = [
+            _message(role, blocks) for role, blocks in self._turns[: len(self._tokens)]
+        ]
+        self._dirty = len(self._tokens)
 
     def conversation(self) -> list[Message]:
         for role, blocks in self._turns[self._dirty :]:
@@ -165,10 +201,10 @@ class ContextBuilder:
         )
         return request, estimate
 
-    def _turn_with_pages(self, e: SessionEvent) -> tuple[Role, list[ContentBlock]] | None:
-        """`_turn_of(e)`, with a result that showed pages as it was when recorded."""
-        pages = self._pages.get(e.tool_use_id) if isinstance(e, S.ToolResultRecorded) else None
-        return ("user", [pages]) if pages is not None else _turn_of(e)
+    def _adds(self, version: int, turn: Turn | None) -> None:
+        if turn is not None:
+            self._added.append((version, *turn))
+            self._add(turn)
 
     def _showing_pages(self, e: S.ToolResultRecorded) -> ToolResultBlock:
         """A result that showed pages, as search results the model can cite: the page a
@@ -184,9 +220,7 @@ class ContextBuilder:
         )
         return ToolResultBlock(e.tool_use_id, e.summary, results=results)
 
-    def _add(self, turn: tuple[Role, list[ContentBlock]] | None) -> None:
-        if turn is None:
-            return
+    def _add(self, turn: Turn) -> None:
         role, blocks = turn
         if self._turns and self._turns[-1][0] == role:
             self._turns[-1][1].extend(blocks)

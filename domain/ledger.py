@@ -8,7 +8,7 @@ them from indexes kept up to date makes a step cost the same at step 1000 as at 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import assert_never
 from uuid import UUID
 
@@ -24,6 +24,7 @@ class Ledger:
     """Indexes over one session's events; `apply` each event once, in order."""
 
     settings: SessionSettings = field(default_factory=SessionSettings)
+    started: S.SessionStarted | None = None
     workspace_id: UUID | None = None  # the session's workspace, once its start is applied
     owner_id: UUID | None = None
     tools_by_use: dict[str, str] = field(default_factory=dict)
@@ -54,6 +55,7 @@ class Ledger:
         match e:
             case S.SessionStarted(settings=settings, workspace_id=workspace, owner_id=owner):
                 self.settings, self.workspace_id, self.owner_id = settings, workspace, owner
+                self.started = e
             case S.RunStarted(run_id=run_id):
                 self.started_runs.add(run_id)
             case S.AssistantTurnRecorded():
@@ -92,6 +94,32 @@ class Ledger:
                 pass  # nothing the loop asks about
             case _:
                 assert_never(e)
+
+    def live(self) -> Ledger:
+        """The same answers for every call still in question (those of each run's last
+        turn, and any without a result), without the settled calls of older turns."""
+        keep = {
+            u["id"] for t in self.last_turn_by_run.values() for u in blocks_tool_uses(t.content)
+        }
+        keep |= self.requested.keys() - self.results.keys()
+        asked = {k: v for k, v in self.confirmations.items() if k in keep}
+        actions = {c.action_id for c in asked.values()}
+        return replace(
+            self,
+            tools_by_use={k: v for k, v in self.tools_by_use.items() if k in keep},
+            requested={k: v for k, v in self.requested.items() if k in keep},
+            results={k: v for k, v in self.results.items() if k in keep},
+            confirmations=asked,
+            answers={k: v for k, v in self.answers.items() if k in actions},
+        )
+
+    @property
+    def done_steps(self) -> frozenset[str]:
+        """The plan's steps marked done in its newest update."""
+        return self._done
+
+    def restore_done(self, done: frozenset[str]) -> None:
+        self._done = done
 
     def failures_of(self, tool: str, error: str) -> int:
         """Failures of `tool` with this error's signature since its last strike."""

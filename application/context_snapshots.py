@@ -1,0 +1,254 @@
+"""Snapshots of what a run folds from a session's log: its `Ledger` and its context.
+
+A run starts from the newest snapshot and the events after it, so its cost stays flat
+as the session grows. A snapshot is a pure function of the events up to its version:
+events in it are encoded as the store encodes them (the session's mapper, upcasts
+included), the rest with msgspec. One that cannot be read (another format, a renamed
+class) is ignored, and the run folds the whole log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import assert_never
+from uuid import UUID
+
+import msgspec
+from eventsourcing.persistence import Mapper, StoredEvent
+
+from domain.context import Added, FoldedContext, Turn
+from domain.conversation import (
+    ContentBlock,
+    ModelCitation,
+    Role,
+    SearchResultBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from domain.events import SessionEvent, as_session_event
+from domain.ledger import Ledger
+from domain.session import AgentSession as S
+from domain.sources import NumberedSource
+from domain.values import PlanItem
+
+FORMAT = 1  # change it with the shape below: older snapshots are then ignored
+
+_Triple = tuple[str, str, str]
+
+
+class _Text(msgspec.Struct, tag="text", array_like=True):
+    text: str
+    citations: list[_Triple]
+
+
+class _Thinking(msgspec.Struct, tag="thinking", array_like=True):
+    thinking: str
+    signature: str
+
+
+class _ToolUse(msgspec.Struct, tag="tool_use", array_like=True):
+    id: str
+    name: str
+    input: dict[str, object]
+
+
+class _ToolResult(msgspec.Struct, tag="tool_result", array_like=True):
+    tool_use_id: str
+    content: str
+    is_error: bool
+    results: list[_Triple]
+
+
+_Block = _Text | _Thinking | _ToolUse | _ToolResult
+
+
+class _Event(msgspec.Struct, array_like=True):
+    originator_id: UUID
+    version: int
+    topic: str
+    state: bytes
+
+
+class _Context(msgspec.Struct, array_like=True):
+    added: list[tuple[int, str, list[_Block]]]
+    turns: list[tuple[str, list[_Block]]]
+    tokens: list[int]
+    plan: list[tuple[str, str]]
+    reads: list[tuple[int, str]]
+    skill: _Event | None
+
+
+class _Ledger(msgspec.Struct, array_like=True):
+    events: list[_Event]  # the start, the live calls, the last turns, the active skill
+    started_runs: list[UUID]
+    turns_by_run: list[tuple[UUID, int]]
+    last_turn_version: int
+    tokens_used: int
+    stalled_turns: int
+    failures: list[tuple[str, str, int]]
+    sources: list[tuple[int, str, str, str, str | None]]
+    done: list[str]
+
+
+class _Snapshot(msgspec.Struct, array_like=True):
+    format: int
+    version: int
+    ledger: _Ledger
+    context: _Context
+
+
+@dataclass(frozen=True)
+class Folded:
+    """A session folded up to `version`."""
+
+    version: int
+    ledger: Ledger
+    context: FoldedContext
+
+
+_decoder = msgspec.json.Decoder(_Snapshot)
+_encoder = msgspec.json.Encoder()
+
+
+def encode(version: int, ledger: Ledger, context: FoldedContext, mapper: Mapper[UUID]) -> bytes:
+    live = ledger.live()
+    events: list[SessionEvent] = [*live.requested.values(), *live.results.values()]
+    events += [*live.confirmations.values(), *live.answers.values()]
+    events += [*live.last_turn_by_run.values(), *([live.skill] if live.skill else [])]
+    events.sort(key=lambda e: e.originator_version)
+    state = _Ledger(
+        [_event(e, mapper) for e in events], sorted(live.started_runs, key=str),
+        list(live.turns_by_run.items()), live.last_turn_version, live.tokens_used,
+        live.stalled_turns, [(t, s, n) for (t, s), n in live.failures.items()],
+        [(s.number, s.url, s.title, s.snippet, s.blob_ref) for s in live.sources.values()],
+        sorted(live.done_steps),
+    )  # fmt: skip
+    if ledger.started is not None:
+        state.events.insert(0, _event(ledger.started, mapper))
+    c = context
+    folded = _Context(
+        [(v, role, [_block(b) for b in blocks]) for v, role, blocks in c.added],
+        [(role, [_block(b) for b in blocks]) for role, blocks in c.turns],
+        list(c.tokens), [(i.title, i.status) for i in c.plan], list(c.reads.items()),
+        _event(c.skill, mapper) if c.skill else None,
+    )  # fmt: skip
+    return _encoder.encode(_Snapshot(FORMAT, version, state, folded))
+
+
+def decode(data: bytes, mapper: Mapper[UUID]) -> Folded | None:
+    """The snapshot in `data`, or None if it cannot be read as this format."""
+    try:
+        raw = _decoder.decode(data)
+        if raw.format != FORMAT:
+            return None
+        return Folded(raw.version, _ledger(raw.ledger, mapper), _context(raw, mapper))
+    except (msgspec.DecodeError, ValueError, TypeError, KeyError, AttributeError):
+        return None  # not ours to read: the run folds the whole log instead
+
+
+def _ledger(raw: _Ledger, mapper: Mapper[UUID]) -> Ledger:
+    ledger = Ledger()
+    for stored in raw.events:
+        e = _domain_event(stored, mapper)
+        match e:
+            case S.SessionStarted() | S.ConfirmationRequested() | S.ConfirmationGiven():
+                ledger.apply(e)
+            case S.ToolCallRequested(tool_use_id=use, tool=tool):
+                ledger.tools_by_use[use], ledger.requested[use] = tool, e
+            case S.ToolResultRecorded(tool_use_id=use):
+                ledger.results[use] = e
+            case S.AssistantTurnRecorded(run_id=run_id):
+                ledger.last_turn_by_run[run_id] = e
+            case S.SkillActivated():
+                ledger.skill = e
+            case _:
+                raise ValueError(f"not a snapshot's event: {type(e).__qualname__}")
+    ledger.started_runs = set(raw.started_runs)
+    ledger.turns_by_run = dict(raw.turns_by_run)
+    ledger.last_turn_version, ledger.tokens_used = raw.last_turn_version, raw.tokens_used
+    ledger.stalled_turns = raw.stalled_turns
+    ledger.failures = {(t, s): n for t, s, n in raw.failures}
+    ledger.sources = {n: NumberedSource(n, url, t, sn, ref) for n, url, t, sn, ref in raw.sources}
+    ledger.source_numbers = {s.url: n for n, s in sorted(ledger.sources.items())}
+    ledger.restore_done(frozenset(raw.done))
+    return ledger
+
+
+def _context(raw: _Snapshot, mapper: Mapper[UUID]) -> FoldedContext:
+    c = raw.context
+    skill = _domain_event(c.skill, mapper) if c.skill else None
+    if skill is not None and not isinstance(skill, S.SkillActivated):
+        raise ValueError("a snapshot's skill is not a skill")
+    added: list[Added] = [(v, _role(r), [_content(b) for b in bs]) for v, r, bs in c.added]
+    turns: list[Turn] = [(_role(r), [_content(b) for b in bs]) for r, bs in c.turns]
+    plan = [PlanItem.of({"title": t, "status": s}) for t, s in c.plan]
+    sources = dict(_ledger_sources(raw.ledger))
+    return FoldedContext(added, turns, list(c.tokens), plan, sources, dict(c.reads), skill)
+
+
+def _ledger_sources(raw: _Ledger) -> list[tuple[int, NumberedSource]]:
+    return [(n, NumberedSource(n, url, t, sn, ref)) for n, url, t, sn, ref in raw.sources]
+
+
+def _role(raw: str) -> Role:
+    if raw not in ("user", "assistant"):
+        raise ValueError(f"not a role: {raw}")
+    return "user" if raw == "user" else "assistant"
+
+
+def _event(e: SessionEvent, mapper: Mapper[UUID]) -> _Event:
+    stored = mapper.to_stored_event(e)
+    return _Event(e.originator_id, stored.originator_version, stored.topic, stored.state)
+
+
+def _domain_event(raw: _Event, mapper: Mapper[UUID]) -> SessionEvent:
+    stored = StoredEvent(raw.originator_id, raw.version, raw.topic, raw.state)
+    return as_session_event(mapper.to_domain_event(stored))
+
+
+def _block(b: ContentBlock) -> _Block:
+    match b:
+        case TextBlock(text=text, citations=citations):
+            return _Text(text, [(c.source, c.title, c.cited_text) for c in citations])
+        case ThinkingBlock(thinking=thinking, signature=signature):
+            return _Thinking(thinking, signature)
+        case ToolUseBlock(id=id_, name=name, input=input_):
+            return _ToolUse(id_, name, input_)
+        case ToolResultBlock(tool_use_id=use, content=content, is_error=err, results=results):
+            return _ToolResult(use, content, err, [(r.source, r.title, r.text) for r in results])
+        case SearchResultBlock():
+            raise ValueError("a search result stands in a tool result, not in a turn")
+        case _:
+            assert_never(b)
+
+
+def _content(raw: _Block) -> ContentBlock:
+    match raw:
+        case _Text(text=text, citations=citations):
+            return TextBlock(text, tuple(ModelCitation(*c) for c in citations))
+        case _Thinking(thinking=thinking, signature=signature):
+            return ThinkingBlock(thinking, signature)
+        case _ToolUse(id=id_, name=name, input=input_):
+            return ToolUseBlock(id_, name, input_)
+        case _ToolResult(tool_use_id=use, content=content, is_error=err, results=results):
+            shown = tuple(SearchResultBlock(*r) for r in results)
+            return ToolResultBlock(use, content, err, shown)
+        case _:
+            assert_never(raw)
+
+
+class InMemoryContextSnapshots:
+    """`ContextSnapshots` in a dict: the newest snapshot of each session."""
+
+    def __init__(self) -> None:
+        self._kept: dict[UUID, tuple[int, bytes]] = {}
+
+    def latest(self, session_id: UUID) -> tuple[int, bytes] | None:
+        return self._kept.get(session_id)
+
+    def keep(self, session_id: UUID, version: int, data: bytes) -> None:
+        kept = self._kept.get(session_id)
+        if kept is None or kept[0] < version:
+            self._kept[session_id] = (version, data)

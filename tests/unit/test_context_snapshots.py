@@ -1,0 +1,143 @@
+"""A run starts from a snapshot of the folded log and the events after it, and builds
+exactly the request a fold of the whole log builds."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID
+
+from adapters.bootstrap import in_memory_sessions
+from application import context_snapshots
+from application.bridge import SyncBridge
+from application.context_snapshots import InMemoryContextSnapshots
+from application.run_state import RunState
+from application.sessions import SessionService
+from application.steps import CallRequest, CallsStep, ResultStep, TurnStep
+from domain.context import ContextBuilder, ContextFrame
+from domain.conversation import ModelRequest, ModelTurn, TextBlock, ToolSpec, ToolUseBlock, Usage
+from domain.events import SessionEvent
+from domain.ledger import Ledger
+from domain.values import ModelCallCost
+from tests.fakes.long_session import long_session, start
+
+FRAME = ContextFrame("You are a test.", (ToolSpec("search", "Search.", {"type": "object"}),))
+
+
+def full_fold(events: Sequence[SessionEvent]) -> tuple[ModelRequest, int]:
+    builder = ContextBuilder(FRAME)
+    for e in events:
+        builder.apply(e)
+    return builder.request_and_estimate()
+
+
+def answers(ledger: Ledger, run_id: UUID | None) -> tuple[object, ...]:
+    """What the loop asks of a ledger."""
+    return (
+        ledger.settings, ledger.workspace_id, ledger.owner_id, ledger.started_runs,
+        ledger.turns_by_run, ledger.last_turn_version, ledger.tokens_used,
+        ledger.stalled_turns, ledger.failures, ledger.skill, ledger.source_numbers,
+        ledger.sources, ledger.done_steps,
+        ledger.tool_uses_of_last_turn(run_id) if run_id else None,
+    )  # fmt: skip
+
+
+def test_request_from_snapshot_and_tail_equals_the_full_fold_at_every_point() -> None:
+    sessions = in_memory_sessions()
+    sid = long_session(sessions, 60, compact_every=17)
+    events = list(sessions.session_events(sid))
+    run_id = next(iter(Ledger.of(events).started_runs))
+    compared = 0
+    for j in range(1, len(events), 5):
+        builder, ledger = ContextBuilder(FRAME), Ledger()
+        for e in events[:j]:
+            builder.apply(e)
+            ledger.apply(e)
+        builder.request()  # counted or not when kept: the same either way
+        data = context_snapshots.encode(j, ledger, builder.folded(), sessions.mapper)
+        for k in sorted({j, j + 1, j + 4, j + 19, len(events)}):
+            if k > len(events):
+                continue
+            folded = context_snapshots.decode(data, sessions.mapper)
+            assert folded is not None and folded.version == j
+            restored = ContextBuilder(FRAME)
+            restored.restore(folded.context)
+            for e in events[j:k]:
+                restored.apply(e)
+                folded.ledger.apply(e)
+            assert restored.request_and_estimate() == full_fold(events[:k]), (j, k)
+            assert answers(folded.ledger, run_id) == answers(Ledger.of(events[:k]), run_id)
+            compared += 1
+    assert compared > 50
+    kinds = {type(e).__name__ for e in events}
+    assert {"ContextCompacted", "SourceRecorded", "PlanUpdated", "SkillActivated"} <= kinds
+
+
+def test_a_snapshot_that_cannot_be_read_is_ignored() -> None:
+    sessions = in_memory_sessions()
+    assert context_snapshots.decode(b"not a snapshot", sessions.mapper) is None
+    sid = long_session(sessions, 5)
+    events = list(sessions.session_events(sid))
+    builder, ledger = ContextBuilder(FRAME), Ledger.of(events)
+    for e in events:
+        builder.apply(e)
+    data = context_snapshots.encode(len(events), ledger, builder.folded(), sessions.mapper)
+    other = data.replace(b"[%d," % context_snapshots.FORMAT, b"[999,", 1)
+    assert other != data and context_snapshots.decode(other, sessions.mapper) is None
+
+
+def turn_and_result(i: int, run_id: UUID) -> tuple[TurnStep, ResultStep]:
+    use = f"r{i}"
+    turn = ModelTurn(
+        (TextBlock(f"turn {i}"), ToolUseBlock(use, "search", {"query": str(i)})),
+        "tool_use", Usage(10, 2), "m",
+    )  # fmt: skip
+    calls = CallsStep((CallRequest(use, "search", {"query": str(i)}),))
+    step = TurnStep(run_id, turn, 1, ModelCallCost(), calls=calls)
+    return step, ResultStep(use, "success", f"found {i}")
+
+
+async def run_steps(state: RunState, sessions: SessionService, run_id: UUID, n: int) -> None:
+    for i in range(n):
+        turn, result = turn_and_result(i, run_id)
+        await state.record(sessions.record_turn_and_calls, state.session_id, turn)
+        await state.record(sessions.record_result_and_effects, state.session_id, result)
+
+
+async def test_a_run_starts_from_the_snapshot_a_run_kept() -> None:
+    sessions, bridge, snapshots = in_memory_sessions(), SyncBridge(2), InMemoryContextSnapshots()
+    try:
+        sid, run_id = start(sessions)
+        first = RunState(sid, run_id, sessions, bridge, snapshots, snapshot_every=10)
+        await first.load()
+        first.follow(ContextBuilder(FRAME))
+        await run_steps(first, sessions, run_id, 40)  # 3 events a step
+        kept = snapshots.latest(sid)
+        assert kept is not None and kept[0] > 100
+
+        again = RunState(sid, run_id, sessions, bridge, snapshots, snapshot_every=10)
+        await again.load()
+        again.follow(ContextBuilder(FRAME))
+        assert len(again.log) < 10  # the tail after the snapshot, not the whole log
+        events = list(sessions.session_events(sid))
+        assert again.context is not None
+        assert again.context.request_and_estimate() == full_fold(events)
+        assert len(await again.full_log()) == len(events)
+        assert await again.last_user_message() == "Find out how heat pumps work in the cold."
+    finally:
+        bridge.close()
+
+
+async def test_a_run_with_an_unreadable_snapshot_folds_the_whole_log() -> None:
+    sessions, bridge, snapshots = in_memory_sessions(), SyncBridge(2), InMemoryContextSnapshots()
+    try:
+        sid, run_id = start(sessions)
+        snapshots.keep(sid, 3, b'{"format": 0}')
+        state = RunState(sid, run_id, sessions, bridge, snapshots)
+        await state.load()
+        state.follow(ContextBuilder(FRAME))
+        events = list(sessions.session_events(sid))
+        assert len(state.log) == len(events)
+        assert state.context is not None
+        assert state.context.request_and_estimate() == full_fold(events)
+    finally:
+        bridge.close()
