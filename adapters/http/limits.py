@@ -8,93 +8,89 @@ streams, and an upload (a session attachment, a workspace file) also counts towa
 the upload limit. Over a limit: 429
 `RATE_LIMITED` with `Retry-After`. A refused request uses up nothing.
 
-The counters live in memory, per process: with several API processes behind a
-balancer each enforces the limits on its own, so a caller may get up to N times the
-limit across N processes. The client address is the socket's peer; behind a proxy,
+Where the counting happens is `RateLimits`' `counters`. The API counts in Postgres
+(`adapters/postgres/limit_counters.py`), so the limits hold for a caller across every
+API replica: requests and uploads in a sliding window estimated from two fixed
+windows, streams as leases that the replica holding them refreshes (see there). When
+Postgres cannot be reached the limits fail open: the request goes through, a warning is
+logged, and the counters are left alone for `PAUSE` seconds (no request waits on them
+meanwhile). `InMemoryCounters` count in this process alone (exact sliding windows), for
+tests and a single process. The client address is the socket's peer; behind a proxy,
 run uvicorn with `--proxy-headers` from trusted hosts only.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import math
 import re
+import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, ParamSpec, TypeVar
 
 from litestar.enums import ScopeType
 from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, Receive, Scope, Send
 
 from adapters.http.errors import ApiError
+from adapters.http.limit_counters import (
+    Clock,
+    Counters,
+    CountersUnavailable,
+    InMemoryCounters,
+    check_limit,
+)
+from application.bridge import SyncBridge
 
-Clock = Callable[[], float]
 Limit = Literal["requests", "streams", "uploads"]
+P = ParamSpec("P")
+T = TypeVar("T")
 
 EXEMPT = re.compile(r"^/(health|readiness|metrics)$|^/schema")
 STREAMS = re.compile(r"^(POST /api/v1/chat/[^/]+/message|GET /api/v1/sessions/[^/]+/stream)$")
 UPLOADS = re.compile(r"^POST /api/v1/(sessions/[^/]+/attachments|workspaces/[^/]+/files/?)$")
 STREAM_RETRY_AFTER = 5  # seconds: nothing tells when a stream will end; ask again soon
-WINDOW = 60.0
+PAUSE = 5.0  # seconds the counters are left alone after they could not be reached
+UNCOUNTED = ""  # the slot of a stream admitted while the counters were unreachable
+
+log = logging.getLogger(__name__)
 
 
-class SlidingWindow:
-    """At most `limit` hits per key in any `window` seconds (a log of hit times per key)."""
+class HeldStreams:
+    """The streams this process holds, by caller: each its slot in the counters."""
 
-    def __init__(self, limit: int, window: float = WINDOW, *, clock: Clock = time.monotonic):
-        _check_limit(limit)
-        self.limit, self.window, self._clock = limit, window, clock
-        self._hits: dict[str, deque[float]] = {}
-        self._next_sweep = clock() + window
+    def __init__(self) -> None:
+        self._held: dict[str, list[str]] = {}
+        self._lock = threading.Lock()  # admitted and released on the bridge's threads
 
-    def retry_after(self, key: str) -> float:
-        """Seconds until `key` may hit again; 0 when it may hit now."""
-        now = self._clock()
-        hits = self._hits.get(key)
-        if hits is None:
-            return 0.0
-        while hits and hits[0] <= now - self.window:
-            hits.popleft()
-        if len(hits) < self.limit:
-            return 0.0
-        return hits[len(hits) - self.limit] + self.window - now
+    def add(self, key: str, slot: str) -> None:
+        with self._lock:
+            self._held.setdefault(key, []).append(slot)
 
-    def hit(self, key: str) -> None:
-        now = self._clock()
-        self._hits.setdefault(key, deque()).append(now)
-        if now >= self._next_sweep:  # forget callers who went quiet, so memory stays bounded
-            self._hits = {k: h for k, h in self._hits.items() if h and h[-1] > now - self.window}
-            self._next_sweep = now + self.window
+    def pop(self, key: str) -> str | None:
+        """One of `key`'s slots (any: they count alike), no longer held."""
+        with self._lock:
+            slots = self._held.get(key)
+            if not slots:
+                return None
+            slot = slots.pop()
+            if not slots:
+                del self._held[key]
+            return slot
 
-
-class ConcurrencyLimit:
-    """At most `limit` holders per key at once."""
-
-    def __init__(self, limit: int) -> None:
-        _check_limit(limit)
-        self.limit = limit
-        self._held: dict[str, int] = {}
-
-    def acquire(self, key: str) -> bool:
-        held = self._held.get(key, 0)
-        if held >= self.limit:
-            return False
-        self._held[key] = held + 1
-        return True
-
-    def release(self, key: str) -> None:
-        held = self._held.get(key, 0) - 1
-        if held > 0:
-            self._held[key] = held
-        else:
-            self._held.pop(key, None)
+    def slots(self) -> list[str]:
+        """The counted slots held now."""
+        with self._lock:
+            return [s for slots in self._held.values() for s in slots if s != UNCOUNTED]
 
     @property
     def total(self) -> int:
         """Slots held by all keys (the open SSE streams of this process)."""
-        return sum(self._held.copy().values())  # a copy: metrics read this from a thread
+        with self._lock:
+            return sum(len(slots) for slots in self._held.values())
 
 
 @dataclass(frozen=True)
@@ -114,7 +110,9 @@ class Refusal:
 
 
 class RateLimits:
-    """The three limits of one API process, and what they have refused so far."""
+    """The three limits, counted by `counters` (default: in this process alone), and
+    what they have refused so far. With a `bridge`, the counters are called on its
+    threads (they block); `enter` and `leave` are what the middleware awaits."""
 
     def __init__(
         self,
@@ -123,43 +121,98 @@ class RateLimits:
         streams_per_user: int = 10,
         uploads_per_minute: int = 10,
         clock: Clock = time.monotonic,
+        counters: Counters | None = None,
+        bridge: SyncBridge | None = None,
     ) -> None:
-        self.requests = SlidingWindow(requests_per_minute, clock=clock)
-        self.uploads = SlidingWindow(uploads_per_minute, clock=clock)
-        self.streams = ConcurrencyLimit(streams_per_user)
+        for limit in (requests_per_minute, streams_per_user, uploads_per_minute):
+            check_limit(limit)
+        self.requests_per_minute, self.uploads_per_minute = requests_per_minute, uploads_per_minute
+        self.streams_per_user = streams_per_user
+        self.counters = counters or InMemoryCounters(clock)
+        self.bridge = bridge
+        self.streams = HeldStreams()
         self.refused: dict[Limit, int] = {"requests": 0, "streams": 0, "uploads": 0}
+        self._lock = threading.Lock()
+        self._paused_until = 0.0
+        self._refresher: asyncio.Task[None] | None = None
 
     def admit(self, key: str, *, upload: bool = False, stream: bool = False) -> Refusal | None:
         """Count the request, or say why not; an admitted stream holds a slot until
         `release_stream`. Nothing is counted for a refused request."""
-        refusal = self._check(key, upload=upload)
-        if refusal is None and stream and not self.streams.acquire(key):
-            refusal = Refusal("streams", STREAM_RETRY_AFTER)
-        if refusal is not None:
-            self.refused[refusal.limit] += 1
-            return refusal
-        self.requests.hit(key)
-        if upload:
-            self.uploads.hit(key)
+        slot = None
+        if stream:
+            slot = self._shared(UNCOUNTED, self.counters.open_stream, key, self.streams_per_user)
+            if slot is None:
+                return self._refuse(Refusal("streams", STREAM_RETRY_AFTER))
+        uploads = self.uploads_per_minute if upload else None
+        over = self._shared(
+            None, self.counters.hit, key, requests=self.requests_per_minute, uploads=uploads
+        )
+        if over is not None:
+            if slot:
+                self._shared(None, self.counters.close_stream, slot)
+            return self._refuse(Refusal(over.limit, max(1, math.ceil(over.retry_after))))
+        if slot is not None:
+            self.streams.add(key, slot)
         return None
 
     def release_stream(self, key: str) -> None:
-        self.streams.release(key)
+        slot = self.streams.pop(key)
+        if slot:
+            self._shared(None, self.counters.close_stream, slot)
 
-    def _check(self, key: str, *, upload: bool) -> Refusal | None:
-        windows: list[tuple[Limit, SlidingWindow]] = [("requests", self.requests)]
-        if upload:
-            windows.insert(0, ("uploads", self.uploads))
-        for limit, window in windows:
-            wait = window.retry_after(key)
-            if wait > 0:
-                return Refusal(limit, max(1, math.ceil(wait)))
-        return None
+    async def enter(
+        self, key: str, *, upload: bool = False, stream: bool = False
+    ) -> Refusal | None:
+        """`admit`, off the event loop when the counters block."""
+        refusal = await self._run(self.admit, key, upload=upload, stream=stream)
+        if refusal is None and stream:
+            self._keep_leases()
+        return refusal
 
+    async def leave(self, key: str) -> None:
+        """`release_stream`; carried through even if the request is being cancelled."""
+        await asyncio.shield(self._run(self.release_stream, key))
 
-def _check_limit(limit: int) -> None:
-    if limit < 1:
-        raise ValueError(f"a rate limit must be at least 1, not {limit}")
+    def _refuse(self, refusal: Refusal) -> Refusal:
+        with self._lock:
+            self.refused[refusal.limit] += 1
+        return refusal
+
+    def _shared(self, default: T, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """`fn` of the counters; `default` while they cannot be reached (fail open)."""
+        if time.monotonic() < self._paused_until:
+            return default
+        try:
+            return fn(*args, **kwargs)
+        except CountersUnavailable as e:
+            self._paused_until = time.monotonic() + PAUSE
+            log.warning(
+                "rate limits not counted for %.0f s (letting requests through): %s", PAUSE, e
+            )
+            return default
+
+    async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        if self.bridge is None:
+            return fn(*args, **kwargs)
+        return await self.bridge(fn, *args, **kwargs)
+
+    def _keep_leases(self) -> None:
+        """Refresh this process's stream leases while it holds any (a task, on demand)."""
+        lease = self.counters.lease
+        if lease is None or (self._refresher is not None and not self._refresher.done()):
+            return
+        self._refresher = asyncio.get_running_loop().create_task(
+            self._refresh_leases(lease / 3), name="stream leases"
+        )
+
+    async def _refresh_leases(self, every: float) -> None:
+        while True:
+            await asyncio.sleep(every)
+            slots = self.streams.slots()
+            if not slots:
+                return  # the next stream admitted starts another
+            await self._run(self._shared, None, self.counters.refresh, slots)
 
 
 def caller_key(scope: Scope) -> str:
@@ -188,7 +241,8 @@ class RateLimitMiddleware(ASGIMiddleware):
         route = f"{scope.get('method', '')} {scope['path']}"
         stream = STREAMS.match(route) is not None
         key = caller_key(scope)
-        refusal = self.limits.admit(key, upload=UPLOADS.match(route) is not None, stream=stream)
+        upload = UPLOADS.match(route) is not None
+        refusal = await self.limits.enter(key, upload=upload, stream=stream)
         if refusal is not None:
             raise refusal.error()
         if not stream:
@@ -197,4 +251,4 @@ class RateLimitMiddleware(ASGIMiddleware):
         try:  # a streaming response returns when the stream ends or the client goes away
             await next_app(scope, receive, send)
         finally:
-            self.limits.release_stream(key)
+            await self.limits.leave(key)

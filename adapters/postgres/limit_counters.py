@@ -1,0 +1,224 @@
+"""The rate-limit counters in Postgres, shared by every API replica (`RateLimits`' counters).
+
+Requests and uploads per minute: a sliding window, estimated from two fixed windows.
+A row per (caller, window) holds that window's requests and uploads; a request is
+admitted when the previous window's count, weighted by the share of the sliding minute
+that still overlaps it, plus the current window's, leaves room for one more. One
+statement per request (`INSERT ... ON CONFLICT DO UPDATE ... WHERE there is room`) counts
+it, or changes nothing when it is refused; an upload moves both counters of its row in
+that one statement, or neither. `Retry-After` is when the estimate leaves room again,
+at most a window (a burst that filled a whole window in its first 1/limit may meet one
+more short refusal after that). Windows older than the previous one are deleted now and
+then.
+
+Open streams: a row per open stream, with the replica that holds it (`owner`) and an
+expiry the replica pushes on (`refresh`) while the stream is open: a lease. A caller's
+streams are counted with expired rows left out, so the streams of a replica that died
+free themselves when their leases run out; a stream that ends deletes its row. Opening
+one takes a transaction-level advisory lock on the caller, so two replicas never both
+take the last slot.
+
+Times come from the replica's clock (`time.time`), passed to every statement. Any
+database error is raised as `CountersUnavailable` (the limits then fail open).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+import uuid
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
+
+import psycopg
+from eventsourcing.persistence import PersistenceError
+from eventsourcing.postgres import PostgresDatastore, PostgresFactory
+from psycopg.rows import DictRow
+
+from adapters.container import Container
+from adapters.http.limit_counters import Counted, CountersUnavailable, Over
+
+WINDOW = 60.0  # seconds
+LEASE = 30.0  # seconds an open stream's slot lasts unless its replica refreshes it
+SWEEP_EVERY = 60.0  # seconds between deletions of old windows and expired leases
+SPACE = 0x7D1E  # first key of the two-int advisory locks: "a caller's stream slots"
+SLACK = 1e-9  # a weighted count that lands on the limit up to float error is at it
+
+CREATE = (
+    """CREATE TABLE IF NOT EXISTS rate_limit_windows (
+        caller text NOT NULL,
+        window_no bigint NOT NULL,   -- seconds since the epoch, divided by the window
+        requests integer NOT NULL,
+        uploads integer NOT NULL,
+        PRIMARY KEY (caller, window_no)
+    )""",
+    """CREATE TABLE IF NOT EXISTS rate_limit_streams (
+        slot uuid PRIMARY KEY,
+        caller text NOT NULL,
+        owner uuid NOT NULL,         -- the replica holding the stream
+        expires_at timestamptz NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS rate_limit_streams_by_caller ON rate_limit_streams (caller)",
+)
+
+# Count a request (and an upload when %(uploads)s is 1) if the estimate leaves room.
+HIT = f"""
+WITH previous AS (
+    SELECT coalesce(max(requests), 0) AS requests, coalesce(max(uploads), 0) AS uploads
+      FROM rate_limit_windows WHERE caller = %(caller)s AND window_no = %(window)s - 1
+), current AS (
+    SELECT requests, uploads
+      FROM rate_limit_windows WHERE caller = %(caller)s AND window_no = %(window)s
+), counted AS (
+    INSERT INTO rate_limit_windows AS w (caller, window_no, requests, uploads)
+    SELECT %(caller)s, %(window)s, 1, %(uploads)s FROM previous p
+     WHERE p.requests * %(weight)s + 1 <= %(max_requests)s + {SLACK}
+       AND (%(uploads)s = 0 OR p.uploads * %(weight)s + 1 <= %(max_uploads)s + {SLACK})
+    ON CONFLICT (caller, window_no) DO UPDATE
+       SET requests = w.requests + 1, uploads = w.uploads + EXCLUDED.uploads
+     WHERE w.requests + 1 + (SELECT requests FROM previous) * %(weight)s
+           <= %(max_requests)s + {SLACK}
+       AND (EXCLUDED.uploads = 0 OR w.uploads + 1 + (SELECT uploads FROM previous) * %(weight)s
+           <= %(max_uploads)s + {SLACK})
+    RETURNING 1
+)
+SELECT EXISTS (SELECT FROM counted) AS admitted,
+       p.requests AS previous_requests, p.uploads AS previous_uploads,
+       coalesce(c.requests, 0) AS requests, coalesce(c.uploads, 0) AS uploads
+  FROM previous p LEFT JOIN current c ON true
+"""
+
+OPEN = """
+INSERT INTO rate_limit_streams (slot, caller, owner, expires_at)
+SELECT %(slot)s, %(caller)s, %(owner)s, to_timestamp(%(expires)s)
+ WHERE (SELECT count(*) FROM rate_limit_streams
+         WHERE caller = %(caller)s AND expires_at > to_timestamp(%(now)s)) < %(limit)s
+RETURNING slot
+"""
+
+
+class PostgresCounters:
+    """Rate-limit counters and stream leases in Postgres tables (created on first use)."""
+
+    def __init__(
+        self,
+        datastore: PostgresDatastore,
+        *,
+        window: float = WINDOW,
+        lease: float = LEASE,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.datastore, self.window, self.lease, self._clock = datastore, window, lease, clock
+        self.owner = uuid.uuid4()  # this replica
+        self._ready = False
+        self._lock = threading.Lock()
+        self._next_sweep = 0.0
+
+    @classmethod
+    def of(cls, container: Container) -> PostgresCounters:
+        """Counters in the event store's database, through its connection pool."""
+        factory = container.sessions.factory
+        assert isinstance(factory, PostgresFactory)
+        return cls(factory.datastore)
+
+    def create_tables(self) -> None:
+        with self._connection(ready=True) as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (SPACE,))  # racing replicas
+            for statement in CREATE:
+                conn.execute(statement)
+        self._ready = True
+
+    def hit(self, key: str, *, requests: int, uploads: int | None) -> Over | None:
+        now = self._clock()
+        window = math.floor(now / self.window)
+        elapsed = now - window * self.window
+        params = {
+            "caller": key,
+            "window": window,
+            "weight": 1 - elapsed / self.window,
+            "uploads": 0 if uploads is None else 1,
+            "max_requests": requests,
+            "max_uploads": uploads or 0,
+        }
+        self._sweep_now_and_then()
+        with self._connection() as conn:
+            row = conn.execute(HIT, params).fetchone()
+        assert row is not None
+        if row["admitted"]:
+            return None
+        counter: Counted = "requests"
+        limit = requests
+        if uploads is not None:
+            weighted = row["previous_uploads"] * (1 - elapsed / self.window)
+            if weighted + row["uploads"] + 1 > uploads + SLACK:
+                counter, limit = "uploads", uploads
+        wait = self._room_in(limit, row[f"previous_{counter}"], row[counter], elapsed)
+        return Over(counter, min(max(wait, 0.0), self.window))
+
+    def open_stream(self, key: str, limit: int) -> str | None:
+        now = self._clock()
+        params = {
+            "slot": uuid.uuid4(),
+            "caller": key,
+            "owner": self.owner,
+            "expires": now + self.lease,
+            "now": now,
+            "limit": limit,
+        }
+        with self._connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (SPACE, key))
+            row = conn.execute(OPEN, params).fetchone()
+        return None if row is None else str(row["slot"])
+
+    def close_stream(self, slot: str) -> None:
+        with self._connection() as conn:
+            conn.execute("DELETE FROM rate_limit_streams WHERE slot = %s", (slot,))
+
+    def refresh(self, slots: Collection[str]) -> None:
+        with self._connection() as conn:
+            conn.execute(
+                "UPDATE rate_limit_streams SET expires_at = to_timestamp(%s) "
+                "WHERE slot = ANY(%s::uuid[]) AND owner = %s",
+                (self._clock() + self.lease, list(slots), self.owner),
+            )
+
+    def sweep(self) -> None:
+        """Delete the windows no estimate reads any more, and the leases expired a lease
+        ago (not at once: a replica that refreshes late still finds its rows)."""
+        now = self._clock()
+        with self._connection() as conn:
+            conn.execute(
+                "WITH windows AS (DELETE FROM rate_limit_windows WHERE window_no < %s) "
+                "DELETE FROM rate_limit_streams WHERE expires_at <= to_timestamp(%s)",
+                (math.floor(now / self.window) - 1, now - self.lease),
+            )
+
+    def _room_in(self, limit: int, previous: int, current: int, elapsed: float) -> float:
+        """Seconds until `previous * weight + current + 1 <= limit` (weight falling to 0)."""
+        if current + 1 <= limit:  # room comes as the previous window slides out
+            if previous <= 0:
+                return 0.0  # room already (another replica's request just left it)
+            return self.window * (1 - (limit - 1 - current) / previous) - elapsed
+        # Only in the next window, as this one (then the previous) slides out.
+        return self.window - elapsed + self.window * (1 - (limit - 1) / current)
+
+    def _sweep_now_and_then(self) -> None:
+        now = time.monotonic()
+        if now >= self._next_sweep:
+            self._next_sweep = now + SWEEP_EVERY
+            self.sweep()
+
+    @contextmanager
+    def _connection(self, *, ready: bool = False) -> Iterator[psycopg.Connection[DictRow]]:
+        """A pooled connection (autocommit), the tables made first unless `ready`; a
+        database error comes out as `CountersUnavailable`."""
+        if not (ready or self._ready):
+            with self._lock:
+                if not self._ready:
+                    self.create_tables()
+        try:
+            with self.datastore.get_connection() as conn:
+                yield conn
+        except (psycopg.Error, PersistenceError) as e:
+            raise CountersUnavailable(str(e)) from e
