@@ -78,6 +78,7 @@ class Worker:
     driven: int = 0  # runs driven to an end or a suspension
     _tasks: dict[UUID, asyncio.Task[RunEnd]] = field(default_factory=dict)
     _stopped: set[UUID] = field(default_factory=set)
+    _driving: set[UUID] = field(default_factory=set)  # sessions whose run this process has
     _handling: set[asyncio.Task[None]] = field(default_factory=set)
 
     @property
@@ -142,19 +143,27 @@ class Worker:
             await self._give_up(request, f"it was handed to a worker {delivered - 1} times")
             await msg.ack()
             return
-        try:
-            locked = await self.locks.try_lock(f"run:{request.session_id}")
-        except psycopg.OperationalError as e:
-            log.warning("run %s waits: no run lock (%s)", request.run_id, e)
-            await msg.nak(delay=self._delay(delivered))
+        sid = request.session_id
+        if sid in self._driving:  # this process drives it already (its locks are reentrant)
+            await msg.ack()
             return
-        if not locked:
-            await msg.ack()  # a live worker drives this session's run: a duplicate request
-            return
+        self._driving.add(sid)
         try:
-            await self._drive(request, msg, delivered)
+            try:
+                locked = await self.locks.try_lock(f"run:{sid}")
+            except psycopg.OperationalError as e:
+                log.warning("run %s waits: no run lock (%s)", request.run_id, e)
+                await msg.nak(delay=self._delay(delivered))
+                return
+            if not locked:
+                await msg.ack()  # a live worker drives this session's run: a duplicate request
+                return
+            try:
+                await self._drive(request, msg, delivered)
+            finally:
+                await self.locks.unlock(f"run:{sid}")
         finally:
-            await self.locks.unlock(f"run:{request.session_id}")
+            self._driving.discard(sid)
 
     async def _drive(self, request: RunRequest, msg: Msg, delivered: int) -> None:
         sid, run_id = request.session_id, request.run_id
@@ -257,7 +266,7 @@ class Worker:
         engine = self.engine
         handed = 0
         for sid, run_id in await engine.bridge(active_runs, self.recorder, self.mapper):
-            if sid in self._tasks or await self.locks.held_elsewhere(f"run:{sid}"):
+            if sid in self._driving or await self.locks.held_elsewhere(f"run:{sid}"):
                 continue
             session = await engine.bridge(engine.sessions.get_session, sid)
             if session.active_run != run_id or session.pending_confirmations:
