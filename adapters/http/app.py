@@ -41,6 +41,7 @@ from adapters.http.usage import Billing, UsageController
 from adapters.http.workspace_files import FileListing, workspace_files_router
 from adapters.nats.session_feed import SessionFeed
 from adapters.nats.signing_peers import keep_answering
+from adapters.postgres.limit_counters import PostgresCounters
 from adapters.services import Services
 from adapters.system import Engine
 from application.skills import SkillRegistry
@@ -77,6 +78,8 @@ def create_app(
         requests_per_minute=s.rate_limit_per_minute,
         streams_per_user=s.max_streams_per_user,
         uploads_per_minute=s.uploads_per_minute,
+        counters=PostgresCounters.of(container),  # shared by every API replica
+        bridge=container.bridge,
     )
     waiter = ViewWaiter(
         container.database_url,
