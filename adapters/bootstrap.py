@@ -40,7 +40,9 @@ from adapters.nats.run_queue import RunQueue
 from adapters.nats.stream import EventStream
 from adapters.postgres.active_runs import active_runs
 from adapters.postgres.advisory_locks import AdvisoryLocks
+from adapters.postgres.context_snapshots import PostgresContextSnapshots
 from adapters.postgres.eventstore import eventstore_env
+from adapters.postgres.schema_lock import schema_lock
 from adapters.price_file import PriceFileError, load_prices
 from adapters.services import Services
 from adapters.settings import Settings
@@ -53,10 +55,12 @@ from adapters.worker import Worker, WorkerSettings
 from application.accounts import THIRTY_DAYS, AccountService
 from application.bridge import SyncBridge
 from application.budget_guard import BudgetEnforcer, BudgetGuard
+from application.context_snapshots import InMemoryContextSnapshots
 from application.manual_tools import ManualTools
 from application.ports import (
     LLM,
     BlobStore,
+    ContextSnapshots,
     DeltaSink,
     LLMNotConfigured,
     Sandbox,
@@ -132,7 +136,12 @@ def bootstrap(
     `standby`: other processes run the same projections (one is active per view).
     """
     blobs = blobs if blobs is not None else build_blobs(settings)
-    container = _open_store(settings, database_url, nats_url, clock or time.time, blobs)
+    with schema_lock(database_url):  # other roles may be starting at the same moment
+        container = _open_store(settings, database_url, nats_url, clock or time.time, blobs)
+        factory = container.sessions.factory
+        assert isinstance(factory, PostgresFactory)
+        snapshots = PostgresContextSnapshots(factory.datastore)
+        snapshots.create_table()
     services = Services(
         container,
         relay_enabled=relay,
@@ -148,6 +157,7 @@ def bootstrap(
         settings, sessions=container.sessions, bridge=container.bridge, llm=llm,
         tools=tools, blobs=blobs, deltas=live, counter=counter, engine_settings=engine_settings,
         prices=prices, budgets=enforcer, telemetry=telemetry, files=container.files,
+        snapshots=snapshots,
     )  # fmt: skip
     return System(container, services, engine, telemetry)
 
@@ -168,6 +178,7 @@ def bootstrap_engine(
     telemetry: TracerProvider | None = None,
     skills: Skills | None = None,
     files: WorkspaceFiles | None = None,
+    snapshots: ContextSnapshots | None = None,
 ) -> Engine:
     """The engine alone, on `sessions` (default: a new in-memory event store).
 
@@ -192,6 +203,7 @@ def bootstrap_engine(
         prices=prices if prices is not None else load_price_table(settings),
         budgets=budgets,
         skills=skills if skills is not None else build_skills(settings),
+        snapshots=snapshots if snapshots is not None else InMemoryContextSnapshots(),
     )
     manual = ManualTools(runner.tool_calls, sessions, bridge)
     scheduler = RunScheduler(runner, sessions, bridge, manual)

@@ -152,6 +152,19 @@ class RunDispatch(Protocol):
         ...
 
 
+class ContextSnapshots(Protocol):
+    """Where a session's folded context is kept now and then, so a run starts from the
+    newest snapshot and the events after it (`application/context_snapshots.py`)."""
+
+    def latest(self, session_id: UUID) -> tuple[int, bytes] | None:
+        """The newest snapshot of the session: its version and its bytes."""
+        ...
+
+    def keep(self, session_id: UUID, version: int, data: bytes) -> None:
+        """Keep a snapshot of the session at `version` (older ones may go)."""
+        ...
+
+
 class SpendReader(Protocol):
     """Budgets and what has been spent against them, as the usage read model has it."""
 

@@ -23,6 +23,7 @@ from application.run_state import RunState
 from application.runner import AgentRunner
 from application.runs import internal_failure
 from application.sessions import SessionService
+from application.steps import UNRECORDED
 from application.tool_calls import Performed, ToolCalls
 from application.tools.registry import ToolRegistry
 from domain.budgets import BillingScope, BudgetExceeded, Spend, ThresholdCrossing
@@ -122,7 +123,10 @@ class ReplayBudgets:
         self, scope: BillingScope, session_id: UUID, unprojected: Unprojected
     ) -> list[ThresholdCrossing]:
         crossings = []
-        for e in self.llm.stored[self.llm.position() :]:
+        after = self.llm.stored[self.llm.position() :]
+        if unprojected and unprojected[-1][0] == UNRECORDED and after:
+            after = after[1:]  # the call is counted before its turn is recorded
+        for e in after:
             if not isinstance(e, S.BudgetThresholdReached):
                 break
             crossings.append(

@@ -129,7 +129,7 @@ class AgentRunner:
 
     async def run(self, session_id: UUID, run_id: UUID, *, recovering: bool = False) -> RunEnd:
         """Run until the run ends or waits for a human; say which."""
-        state = RunState(session_id, run_id, self.sessions, self.bridge)
+        state = self.state_of(session_id, run_id)
         await state.load()
         state.follow(ContextBuilder(self.frame(state.settings), self.counter.count))
         session = await self.bridge(self.sessions.get_session, session_id)

@@ -11,6 +11,7 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError, JSONTranscoder
 from eventsourcing.utils import EnvType
 
+from application.steps import CallsStep, ResultStep, TurnStep
 from application.transcodings import register_value_objects
 from domain.budgets import ThresholdCrossing
 from domain.conversation import ModelTurn
@@ -326,6 +327,18 @@ class SessionService(Application[UUID]):
     def record_sources(self, session_id: UUID, tool_use_id: str, seen: list[SourceSeen]) -> Receipt:
         """Number the pages a tool call saw (see `AgentSession.record_sources`)."""
         return self._change(session_id, lambda s: s.record_sources(tool_use_id, seen))
+
+    def record_turn_and_calls(self, session_id: UUID, step: TurnStep) -> Receipt:
+        """A model turn, the thresholds its cost crossed and the calls it requests: one save."""
+        return self._change(session_id, step.apply)
+
+    def request_calls(self, session_id: UUID, step: CallsStep) -> Receipt:
+        """Tool calls requested, and the approval the last one waits for: one save."""
+        return self._change(session_id, step.apply)
+
+    def record_result_and_effects(self, session_id: UUID, step: ResultStep) -> Receipt:
+        """A tool result with its notes, sources and strike: one save."""
+        return self._change(session_id, step.apply)
 
     def rename_session(
         self, session_id: UUID, title: str, *, expected_version: int | None = None

@@ -42,6 +42,7 @@ from adapters.http.workspace_files import FileListing, workspace_files_router
 from adapters.nats.session_feed import SessionFeed
 from adapters.nats.signing_peers import keep_answering
 from adapters.postgres.limit_counters import PostgresCounters
+from adapters.postgres.schema_lock import schema_lock
 from adapters.services import Services
 from adapters.system import Engine
 from application.skills import SkillRegistry
@@ -98,7 +99,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
-        await container.bridge(idempotency.create_table)
+        await container.bridge(_create_tables, container.database_url, idempotency)
         waiter.start()
         await services.start(wait_for_nats=False)
         # An API replica beside workers drives no run: the workers' sweep recovers them.
@@ -145,6 +146,11 @@ def create_app(
     app.state.uploads = SessionUploads(factory.datastore)  # which blobs each session may cite
     app.state.feed = feed
     return app
+
+
+def _create_tables(database_url: str, idempotency: IdempotencyStore) -> None:
+    with schema_lock(database_url):  # other replicas may be starting at the same moment
+        idempotency.create_table()
 
 
 def end_streams(app: Litestar) -> None:
