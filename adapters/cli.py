@@ -16,6 +16,7 @@ from uuid import UUID
 from adapters.bootstrap import bootstrap, build_worker, dispatch_runs_to_workers
 from adapters.embedded import EmbeddedServers, LeaseHeld
 from adapters.llm.scripted import check_llm_spec
+from adapters.loop import run as run_loop
 from adapters.nats.signing_peers import differing_at
 from adapters.settings import Settings
 from adapters.system import System
@@ -135,7 +136,7 @@ def _serve(settings: Settings, _: argparse.Namespace) -> None:
 
     signal.signal(signal.SIGTERM, _interrupt)
     with contextlib.suppress(KeyboardInterrupt), _system(settings, role="serve") as system:
-        asyncio.run(serve(system, settings))
+        run_loop(serve(system, settings))
 
 
 def _api(settings: Settings, _: argparse.Namespace) -> None:
@@ -152,7 +153,7 @@ def _api(settings: Settings, _: argparse.Namespace) -> None:
                 "secret; set the same TOKENDANCE_JWT_SECRET on every replica"
             )
         dispatch_runs_to_workers(system)
-        asyncio.run(serve(system, settings))
+        run_loop(serve(system, settings))
 
 
 def _worker(settings: Settings, _: argparse.Namespace) -> None:
@@ -198,7 +199,7 @@ def _background(
     signal.signal(signal.SIGTERM, _interrupt)
     system_of = _system(settings, relay=relay, projections=projections, role=role, standby=standby)
     with system_of as system, contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run(system))
+        run_loop(run(system))
 
 
 def _demo(settings: Settings, args: argparse.Namespace) -> None:

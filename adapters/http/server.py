@@ -8,10 +8,9 @@ runs (they stay active in the log, and the next start resumes them) and the back
 services, and `serve` returns. uvicorn itself would raise the signal again once drained;
 that would end the process before it stops the servers it started, so it does not.
 
-Where installed, the event loop is uvloop's and the HTTP parser httptools'. `serve` runs
-in a loop the caller starts (`asyncio.run` in `adapters.cli`), so uvicorn's own `loop`
-setting never applies: importing this module sets uvloop's loop policy instead, before
-the caller starts its loop.
+Where installed, the HTTP parser is httptools' and the event loop uvloop's: `serve` runs
+in a loop the caller starts (`adapters.loop.run` in `adapters.cli`), so uvicorn's own
+`loop` setting never applies.
 """
 
 from __future__ import annotations
@@ -30,17 +29,6 @@ from adapters.settings import Settings
 from adapters.system import System
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-def _use_uvloop() -> None:
-    try:
-        import uvloop
-    except ImportError:  # not on Windows; the standard loop serves too, slower
-        return
-    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
-
-
-_use_uvloop()
 
 
 class _Server(uvicorn.Server):
