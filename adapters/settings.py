@@ -53,14 +53,18 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
     "TOKENDANCE_ACCESS_TTL": ("3600", "seconds an access token is valid"),
     "TOKENDANCE_RATE_LIMIT_PER_MINUTE": (
         "100",
-        "API requests per minute per user (per client address before login); each API "
-        "process counts its own",
+        "API requests per minute per user (per client address before login), counted across "
+        "every API replica (a sliding window)",
     ),
     "TOKENDANCE_MAX_STREAMS_PER_USER": (
         "10",
-        "SSE connections (chat runs, session streams) a user may hold open at once, per process",
+        "SSE connections (chat runs, session streams) a user may hold open at once, across "
+        "every API replica",
     ),
-    "TOKENDANCE_UPLOADS_PER_MINUTE": ("10", "file uploads per minute per user, per process"),
+    "TOKENDANCE_UPLOADS_PER_MINUTE": (
+        "10",
+        "file uploads per minute per user, across every API replica (a sliding window)",
+    ),
     "TOKENDANCE_MAX_UPLOAD_BYTES": (
         "26214400",
         "the largest workspace file, in bytes (25 MiB), uploaded or written by the agent",

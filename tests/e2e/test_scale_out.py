@@ -3,7 +3,8 @@
 The relay and the projections run as roles of their own too. Fifty sessions chat at
 once, each sending through one API while a client follows its session stream on the
 other: every run ends in `done` exactly once, driven by one worker, and each client
-sees every stored event of its session once, in order.
+sees every stored event of its session once, in order. An approval given through the
+other replica resumes its run on a worker.
 """
 
 from __future__ import annotations
@@ -59,6 +60,22 @@ def test_two_apis_and_two_workers_drive_fifty_sessions_once_each(
         types = [e["type"] for e in audit_log(both[0], sid)]
         assert types.count("RunStarted") == 1 and types.count("RunCompleted") == 1
         assert types.count("AssistantTurnRecorded") == 2
+
+    # An approval given through the other API replica resumes the run on a worker.
+    sid = str(new_session(both[0], account["workspace_id"], confirmation="always")["id"])
+    asked = chat(both[0], sid, "hello", until=is_event("confirm_required"), timeout=60)
+    question = asked.events[-1]
+    approved = both[1].post(
+        f"/api/v1/chat/{sid}/confirm",
+        json={"action_id": question.data["action_id"], "confirmed": True},
+    )
+    assert approved.status_code == 200, approved.text
+    rest = follow(both[1], sid, question.id or 0, timeout=60)
+    assert [e.event for e in rest.stored][-1] == "done"
+    assert rest.stored[-1].data["status"] == "completed"
+    types = [e["type"] for e in audit_log(both[0], sid)]
+    assert types.count("RunStarted") == 2  # the worker that resumed it claims it
+    assert types.count("ToolResultRecorded") == 1 and types.count("RunCompleted") == 1
 
 
 def test_an_api_replica_signing_with_another_secret_is_refused_at_start(
