@@ -191,7 +191,7 @@ class Worker:
                 return
             await msg.nak()  # shutting down: another worker takes it at once
             raise
-        except (ClaimLost, InvalidCommand) as e:  # stopped, ended or taken over meanwhile
+        except ClaimLost as e:  # stopped, ended or taken over meanwhile
             log.info("run %s: %s", run_id, e)
             await msg.ack()
         except RETRYABLE as e:

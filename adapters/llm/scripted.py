@@ -69,14 +69,19 @@ def session_of(request: ModelRequest) -> str:
 class _Script:
     """Plays turns in order, per session; a callable so scripts and functions share one path."""
 
-    def __init__(self, turns: Sequence[ScriptedTurn], *, repeat: bool = False) -> None:
+    def __init__(
+        self, turns: Sequence[ScriptedTurn], *, repeat: bool = False, follow: bool = False
+    ) -> None:
         self._turns = list(turns)
         self._played: dict[str, int] = {}
         self._repeat = repeat
+        self._follow = follow
 
     def __call__(self, request: ModelRequest) -> ScriptedTurn:
         session = session_of(request)
         played = self._played.get(session, 0)
+        if self._follow:  # another process (a worker) may have played the turns shown
+            played = max(played, sum(m.role == "assistant" for m in request.messages))
         if not self._turns or (played >= len(self._turns) and not self._repeat):
             raise LLMError("scripted model has no more turns", retryable=False)
         self._played[session] = played + 1
@@ -121,10 +126,18 @@ class ScriptedLLM:
 
     @classmethod
     def from_yaml(
-        cls, path: Path | str, *, counter: TokenCounter | None = None, repeat: bool = False
+        cls,
+        path: Path | str,
+        *,
+        counter: TokenCounter | None = None,
+        repeat: bool = False,
+        follow: bool = False,
     ) -> ScriptedLLM:
+        """`follow`: a session's next turn is the one after those its conversation shows,
+        when this process played fewer (so any worker process plays the same next turn;
+        a fork that copied turns goes on after them)."""
         model, parsed = load_script(Path(path))
-        return cls(_Script(parsed, repeat=repeat), model=model, counter=counter)
+        return cls(_Script(parsed, repeat=repeat, follow=follow), model=model, counter=counter)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         self.requests.append(request)
@@ -206,7 +219,7 @@ def load_llm_spec(spec: str, *, counter: TokenCounter | None = None) -> Scripted
     bundled = BUNDLED_SCRIPTS / f"{path.name}.yaml"
     if path.suffix not in (".yaml", ".yml") and path.name == str(path) and bundled.exists():
         path = bundled  # a bare name (`scripted:demo`) is a script shipped with the package
-    return ScriptedLLM.from_yaml(path, counter=counter, repeat=True)
+    return ScriptedLLM.from_yaml(path, counter=counter, repeat=True, follow=True)
 
 
 def check_llm_spec(spec: str | None) -> str | None:

@@ -52,6 +52,14 @@ class DatabaseAway:
         yield  # pragma: no cover
 
 
+class Broken:
+    """A model call that fails as a bug in the engine would: not retried."""
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        raise RuntimeError("boom")
+        yield  # pragma: no cover
+
+
 def answers(request: ModelRequest) -> dict[str, object]:
     """Deploys when asked to, waits a minute when asked to, else answers at once."""
     asked = str(request.messages[0].content[0])
@@ -203,3 +211,13 @@ async def test_an_approval_resumes_the_run_on_a_worker(
     stored = stack.system.container.sessions.session_events(sid)
     report = await replay(list(stored), engine=replay_engine(stack.system.engine.runner))
     assert report.divergence is None, report.divergence
+
+
+async def test_a_run_that_breaks_fails_at_once_with_the_error(make_stack: MakeStack) -> None:
+    stack = await make_stack(Broken())
+    sid = new_session(stack)
+    await stack.system.engine.scheduler.send_message(sid, "hello")
+    await stack.until(lambda: stack.count(sid, S.RunFailed) == 1, "the run to fail")
+    failed = next(e for e in stack.events(sid) if isinstance(e, S.RunFailed))
+    assert failed.error_code == "INTERNAL_ERROR" and "RuntimeError: boom" in failed.reason
+    await eventually(lambda: _zero(stack), what="the queue to drain")
