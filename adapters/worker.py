@@ -39,6 +39,7 @@ from nats.errors import TimeoutError as NatsTimeout
 
 from adapters.nats.connection import Backoff
 from adapters.nats.run_queue import NOT_HERE, STOPPED, RunQueue
+from adapters.nats.stream import StreamUnavailable
 from adapters.postgres.active_runs import active_runs
 from adapters.postgres.advisory_locks import AdvisoryLocks
 from adapters.system import Engine
@@ -75,7 +76,6 @@ class Worker:
     recorder: PostgresApplicationRecorder
     mapper: Mapper[UUID]
     settings: WorkerSettings = field(default_factory=WorkerSettings)
-    driven: int = 0  # runs driven to an end or a suspension
     _tasks: dict[UUID, asyncio.Task[RunEnd]] = field(default_factory=dict)
     _stopped: set[UUID] = field(default_factory=set)
     _driving: set[UUID] = field(default_factory=set)  # sessions whose run this process has
@@ -104,7 +104,7 @@ class Worker:
                 sub = await self.queue.consumer(self.settings.ack_wait)
                 control = await self._listen_for_stops()
                 break
-            except (NatsError, OSError, TimeoutError) as e:
+            except (NatsError, OSError, TimeoutError, StreamUnavailable) as e:
                 log.warning("worker cannot reach the runs queue yet (%s); retrying", e)
                 await backoff.wait()
         try:
@@ -122,12 +122,18 @@ class Worker:
                     await backoff.wait()
                     continue
                 for msg in msgs:
-                    task = asyncio.create_task(self._handle(msg), name="run message")
+                    task = asyncio.create_task(self._settle(msg), name="run message")
                     self._handling.add(task)
                     task.add_done_callback(self._handling.discard)
         finally:
             with contextlib.suppress(NatsError):
                 await control.unsubscribe()
+
+    async def _settle(self, msg: Msg) -> None:
+        try:
+            await self._handle(msg)
+        except NatsError as e:  # not acked: it comes back, and the log says what is left
+            log.warning("could not settle run message %s (%s)", msg.metadata.sequence.stream, e)
 
     async def _handle(self, msg: Msg) -> None:
         try:
@@ -183,7 +189,6 @@ class Worker:
                 )
                 self._tasks[sid] = task
                 await task
-            self.driven += 1
             await msg.ack()
         except asyncio.CancelledError:
             if sid in self._stopped:  # stopped by the user: the API records it
@@ -235,7 +240,7 @@ class Worker:
         return min(self.settings.retry_delay * 2.0 ** (delivered - 1), NAK_DELAY_CEILING)
 
     async def _listen_for_stops(self) -> Subscription:
-        nc = self.queue._nats()  # noqa: SLF001
+        nc = self.queue.connection()
 
         async def on_stop(msg: Msg) -> None:
             try:
@@ -258,7 +263,10 @@ class Worker:
         while True:
             try:
                 await self._sweep_once()
-            except (NatsError, OSError, OperationalError, psycopg.OperationalError) as e:
+            except (
+                NatsError, OSError, TimeoutError, StreamUnavailable, OperationalError,
+                psycopg.OperationalError,
+            ) as e:  # fmt: skip
                 log.warning("run sweep failed (%s); next time", e)
             await asyncio.sleep(self.settings.sweep)
 

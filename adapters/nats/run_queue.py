@@ -60,7 +60,8 @@ class RunQueue:
     def stop_subject(self, worker: str) -> str:
         return f"{self.prefix}.stop.{worker_token(worker)}"
 
-    def _nats(self) -> NATS:
+    def connection(self) -> NATS:
+        """The connected NATS client (`StreamUnavailable` while there is none)."""
         nc = self._connection()
         if nc is None or not nc.is_connected:
             raise StreamUnavailable("NATS is not connected")
@@ -68,7 +69,7 @@ class RunQueue:
 
     async def ensure(self, js: JetStreamContext | None = None) -> None:
         """Create the stream if it is missing (an existing one is used as it is)."""
-        js = js or self._nats().jetstream()
+        js = js or self.connection().jetstream()
         try:
             await js.stream_info(self.name)
         except NotFoundError:
@@ -89,7 +90,7 @@ class RunQueue:
         await self.publish(RunRequest(session_id, run_id, at_version, recovering))
 
     async def publish(self, request: RunRequest) -> None:
-        js = self._nats().jetstream()
+        js = self.connection().jetstream()
         if not self._ensured:
             await self.ensure(js)
         await js.publish(
@@ -104,7 +105,7 @@ class RunQueue:
         Redelivery is unlimited here: the worker counts deliveries itself and fails a
         run after its limit, so a run whose worker dies every time still ends.
         """
-        js = self._nats().jetstream()
+        js = self.connection().jetstream()
         await self.ensure(js)
         return await js.pull_subscribe(
             self.requests,
@@ -116,7 +117,7 @@ class RunQueue:
     async def stop(self, session_id: UUID, worker: str) -> bool:
         """Ask `worker` to stop driving the session's run; whether it did."""
         try:
-            reply = await self._nats().request(
+            reply = await self.connection().request(
                 self.stop_subject(worker), str(session_id).encode(), timeout=STOP_WAIT
             )
         except (TimeoutError, NoRespondersError, NatsTimeout):
