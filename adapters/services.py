@@ -19,7 +19,7 @@ from adapters.nats.feed import JetStreamFeed
 from adapters.nats.relay import Relay
 from adapters.nats.stream import EventStream
 from adapters.postgres.advisory_locks import AdvisoryLocks
-from adapters.postgres.leadership import lead
+from adapters.postgres.leadership import Job, lead
 from projections.runner import ProjectionRunner
 from projections.view import ProjectionError
 
@@ -39,6 +39,7 @@ class Services:
     relay: Relay | None = None
     accounts_relay: Relay | None = None
     runners: dict[str, ProjectionRunner] = field(default_factory=dict)
+    active_views: set[str] = field(default_factory=set)  # standby: those consumed here now
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _nats: NATS | None = None
     _locks: AdvisoryLocks | None = None
@@ -78,10 +79,21 @@ class Services:
                 self.runners[name] = runner
                 if self.standby:
                     locks = self._locks = self._locks or AdvisoryLocks(c.database_url)
-                    self._spawn(lead(locks, f"projection:{name}", runner.run), f"projection {name}")
+                    job = self._while_active(name, runner)
+                    self._spawn(lead(locks, f"projection:{name}", job), f"projection {name}")
                 else:
                     self._spawn(runner.run(), f"projection {name}")
         connected.set()
+
+    def _while_active(self, name: str, runner: ProjectionRunner) -> Job:
+        async def job() -> None:
+            self.active_views.add(name)
+            try:
+                await runner.run()
+            finally:
+                self.active_views.discard(name)
+
+        return job
 
     def _start_alert_webhook(self) -> None:
         """Deliver budget alerts to the webhook, when one is configured (no NATS needed)."""
