@@ -39,7 +39,7 @@ from adapters.nats.live import NatsDeltaSink
 from adapters.nats.run_queue import RunQueue
 from adapters.nats.stream import EventStream
 from adapters.postgres.active_runs import active_runs
-from adapters.postgres.advisory_locks import AdvisoryLocks
+from adapters.postgres.advisory_locks import AdvisoryLocks, SessionRunLocks
 from adapters.postgres.context_snapshots import PostgresContextSnapshots
 from adapters.postgres.eventstore import eventstore_env
 from adapters.postgres.schema_lock import schema_lock
@@ -63,6 +63,7 @@ from application.ports import (
     ContextSnapshots,
     DeltaSink,
     LLMNotConfigured,
+    RunLocks,
     Sandbox,
     SandboxLimits,
     TokenCounter,
@@ -157,7 +158,7 @@ def bootstrap(
         settings, sessions=container.sessions, bridge=container.bridge, llm=llm,
         tools=tools, blobs=blobs, deltas=live, counter=counter, engine_settings=engine_settings,
         prices=prices, budgets=enforcer, telemetry=telemetry, files=container.files,
-        snapshots=snapshots,
+        snapshots=snapshots, run_locks=SessionRunLocks(AdvisoryLocks(database_url)),
     )  # fmt: skip
     return System(container, services, engine, telemetry)
 
@@ -179,6 +180,7 @@ def bootstrap_engine(
     skills: Skills | None = None,
     files: WorkspaceFiles | None = None,
     snapshots: ContextSnapshots | None = None,
+    run_locks: RunLocks | None = None,
 ) -> Engine:
     """The engine alone, on `sessions` (default: a new in-memory event store).
 
@@ -206,7 +208,7 @@ def bootstrap_engine(
         snapshots=snapshots if snapshots is not None else InMemoryContextSnapshots(),
     )
     manual = ManualTools(runner.tool_calls, sessions, bridge)
-    scheduler = RunScheduler(runner, sessions, bridge, manual)
+    scheduler = RunScheduler(runner, sessions, bridge, manual, locks=run_locks)
     return Engine(runner, scheduler, blobs, manual, sessions, bridge)
 
 
@@ -408,7 +410,7 @@ def build_worker(system: System) -> Worker:
     return Worker(
         engine=system.engine,
         queue=RunQueue(lambda: system.services.nats, s.nats_runs_stream),
-        locks=AdvisoryLocks(c.database_url),
+        locks=SessionRunLocks(AdvisoryLocks(c.database_url)),
         recorder=c.recorder,
         mapper=c.sessions.mapper,
         settings=WorkerSettings(

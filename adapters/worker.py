@@ -41,7 +41,7 @@ from adapters.nats.connection import Backoff
 from adapters.nats.run_queue import NOT_HERE, STOPPED, RunQueue
 from adapters.nats.stream import StreamUnavailable
 from adapters.postgres.active_runs import active_runs
-from adapters.postgres.advisory_locks import AdvisoryLocks
+from adapters.postgres.advisory_locks import SessionRunLocks
 from adapters.system import Engine
 from application.runner import RunEnd
 from application.runs import STOP_GRACE, internal_failure
@@ -72,7 +72,7 @@ class Worker:
 
     engine: Engine
     queue: RunQueue
-    locks: AdvisoryLocks
+    locks: SessionRunLocks
     recorder: PostgresApplicationRecorder
     mapper: Mapper[UUID]
     settings: WorkerSettings = field(default_factory=WorkerSettings)
@@ -150,13 +150,13 @@ class Worker:
             await msg.ack()
             return
         sid = request.session_id
-        if sid in self._driving:  # this process drives it already (its locks are reentrant)
+        if sid in self._driving:  # this worker drives it already (its locks are reentrant)
             await msg.ack()
             return
         self._driving.add(sid)
         try:
             try:
-                locked = await self.locks.try_lock(f"run:{sid}")
+                locked = await self.locks.try_lock(sid)
             except psycopg.OperationalError as e:
                 log.warning("run %s waits: no run lock (%s)", request.run_id, e)
                 await msg.nak(delay=self._delay(delivered))
@@ -167,7 +167,7 @@ class Worker:
             try:
                 await self._drive(request, msg, delivered)
             finally:
-                await self.locks.unlock(f"run:{sid}")
+                await self.locks.unlock(sid)
         finally:
             self._driving.discard(sid)
 
@@ -274,7 +274,7 @@ class Worker:
         engine = self.engine
         handed = 0
         for sid, run_id in await engine.bridge(active_runs, self.recorder, self.mapper):
-            if sid in self._driving or await self.locks.held_elsewhere(f"run:{sid}"):
+            if sid in self._driving or await self.locks.held_elsewhere(sid):
                 continue
             session = await engine.bridge(engine.sessions.get_session, sid)
             if session.active_run != run_id or session.pending_confirmations:

@@ -140,6 +140,20 @@ class DeltaSink(Protocol):
     async def publish(self, session_id: UUID, delta: TextDelta | ThinkingDelta) -> None: ...
 
 
+class RunLocks(Protocol):
+    """Which live process drives a session's run: one at a time, across processes."""
+
+    async def try_lock(self, session_id: UUID) -> bool:
+        """Take the session's run lock unless a live process holds it."""
+        ...
+
+    async def unlock(self, session_id: UUID) -> None: ...
+
+    async def close(self) -> None:
+        """Let go of every lock this process holds."""
+        ...
+
+
 class RunDispatch(Protocol):
     """Hands runs to worker processes (a work queue) instead of this process's tasks."""
 

@@ -23,7 +23,7 @@ from uuid import UUID
 
 from application.bridge import SyncBridge
 from application.manual_tools import ManualTools
-from application.ports import RunDispatch
+from application.ports import RunDispatch, RunLocks
 from application.runner import AgentRunner, RunEnd
 from application.sessions import Receipt, SessionService
 from domain.context import MANUAL_PREFIX
@@ -46,12 +46,14 @@ class RunScheduler:
         bridge: SyncBridge,
         manual: ManualTools | None = None,
         dispatch: RunDispatch | None = None,
+        locks: RunLocks | None = None,
     ) -> None:
         self.runner = runner
         self.sessions = sessions
         self.bridge = bridge
         self.manual = manual
         self.dispatch = dispatch
+        self.locks = locks  # beside workers: a run a worker drives is not driven here too
         self._tasks: dict[UUID, asyncio.Task[RunEnd]] = {}
 
     async def send_message(
@@ -132,6 +134,8 @@ class RunScheduler:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        if self.locks is not None:
+            await self.locks.close()
 
     async def _start(self, session_id: UUID, run_id: UUID, at_version: int) -> None:
         if self.dispatch is None:
@@ -157,6 +161,16 @@ class RunScheduler:
             del self._tasks[session_id]
 
     async def _drive(self, session_id: UUID, run_id: UUID, recovering: bool) -> RunEnd:
+        locked = False
+        if self.locks is not None:
+            try:
+                locked = await self.locks.try_lock(session_id)
+            except Exception as e:  # the database is away: the run meets that by itself
+                log.warning("no run lock for %s (%s); driving it without one", run_id, e)
+            else:
+                if not locked:
+                    log.info("run %s is driven by another process", run_id)
+                    return "not_active"
         try:
             with self.sessions.hold(session_id, run_id):
                 return await self.runner.run(session_id, run_id, recovering=recovering)
@@ -170,6 +184,9 @@ class RunScheduler:
             with contextlib.suppress(Exception):
                 await self.bridge(self.sessions.fail_run, session_id, run_id, *internal_failure(e))
             return "failed"
+        finally:
+            if locked and self.locks is not None:
+                await self.locks.unlock(session_id)
 
 
 @dataclass(frozen=True)

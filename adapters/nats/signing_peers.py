@@ -47,6 +47,7 @@ async def differing(nc: NATS, stream: str, secret: str) -> int:
     mine = fingerprint(secret).encode()
     answers: list[bytes] = []
     inbox = nc.new_inbox()
+
     async def collect(msg: Msg) -> None:
         if msg.data:  # not NATS's own "no responders" status
             answers.append(msg.data)

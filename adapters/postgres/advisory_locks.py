@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from uuid import UUID
 
 import psycopg
 
@@ -68,3 +69,22 @@ class AdvisoryLocks:
         if self._conn is not None:
             await self._conn.close()
             self._conn = None
+
+
+class SessionRunLocks:
+    """`RunLocks` on advisory locks: the run lock of a session is `run:<session id>`."""
+
+    def __init__(self, locks: AdvisoryLocks) -> None:
+        self.locks = locks
+
+    async def try_lock(self, session_id: UUID) -> bool:
+        return await self.locks.try_lock(f"run:{session_id}")
+
+    async def unlock(self, session_id: UUID) -> None:
+        await self.locks.unlock(f"run:{session_id}")
+
+    async def held_elsewhere(self, session_id: UUID) -> bool:
+        return await self.locks.held_elsewhere(f"run:{session_id}")
+
+    async def close(self) -> None:
+        await self.locks.close()

@@ -221,3 +221,18 @@ async def test_a_run_that_breaks_fails_at_once_with_the_error(make_stack: MakeSt
     failed = next(e for e in stack.events(sid) if isinstance(e, S.RunFailed))
     assert failed.error_code == "INTERNAL_ERROR" and "RuntimeError: boom" in failed.reason
     await eventually(lambda: _zero(stack), what="the queue to drain")
+
+
+async def test_a_run_a_worker_drives_is_not_driven_by_a_recovering_serve(
+    make_stack: MakeStack,
+) -> None:
+    stack = await make_stack(ScriptedLLM(answers))
+    scheduler = stack.system.engine.scheduler
+    sid = new_session(stack)
+    await scheduler.send_message(sid, "please wait for me")
+    await stack.until(lambda: sid in stack.worker._tasks, "the worker to hold the run")  # noqa: SLF001
+    run_id = stack.system.container.sessions.get_session(sid).active_run
+    assert run_id is not None
+    scheduler.recover([(sid, run_id)])  # what `serve` does at start for every active run
+    assert await scheduler.wait(sid) == "not_active"
+    assert stack.count(sid, S.RunStarted) == 1 and sid in stack.worker._tasks  # noqa: SLF001
