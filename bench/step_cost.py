@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from uuid import UUID, uuid4
 
 import psycopg
+from eventsourcing.postgres import PostgresFactory
 
 from adapters.postgres.context_snapshots import PostgresContextSnapshots
+from adapters.system import System
 from application.run_state import RunState
 from application.sessions import SessionService
 from application.steps import CallRequest, CallsStep, ResultStep, TurnStep
@@ -75,7 +78,10 @@ def plain_insert(url: str, app: SessionService, sid: UUID, versions: range) -> f
         return time.perf_counter() - t
 
 
-def step_costs(url: str, app: SessionService, write: object) -> tuple[float, float]:
+Write = Callable[[SessionService, UUID, UUID, int], object]
+
+
+def step_costs(url: str, app: SessionService, write: Write) -> tuple[float, float]:
     """(median seconds of a step at step GROWN, of its rows as one plain INSERT)."""
     sid, run_id = start(app)
     for i in range(GROWN):
@@ -84,7 +90,7 @@ def step_costs(url: str, app: SessionService, write: object) -> tuple[float, flo
     for i in range(MEASURED):
         before = app.get_session(sid).version
         t = time.perf_counter()
-        write(app, sid, run_id, GROWN + i)  # type: ignore[operator]
+        write(app, sid, run_id, GROWN + i)
         costs.append(time.perf_counter() - t)
         after = app.get_session(sid).version
         plain.append(plain_insert(url, app, sid, range(before + 1, after + 1)))
@@ -92,9 +98,9 @@ def step_costs(url: str, app: SessionService, write: object) -> tuple[float, flo
 
 
 async def run_start(
-    system: object, app: SessionService, steps: int, snapshots: PostgresContextSnapshots | None
+    system: System, app: SessionService, steps: int, snapshots: PostgresContextSnapshots | None
 ) -> float:
-    c = system.container  # type: ignore[attr-defined]
+    c = system.container
     sid, run_id = start(app)
     for i in range(steps):
         step(app, sid, run_id, i, compact_every=300)
@@ -127,7 +133,9 @@ def main() -> None:
         app = c.sessions
         with psycopg.connect(c.database_url, autocommit=True) as conn:
             conn.execute("CREATE TABLE bench_plain (id uuid, version int, topic text, state bytea)")
-        snapshots = PostgresContextSnapshots(app.factory.datastore)  # type: ignore[attr-defined]
+        factory = app.factory
+        assert isinstance(factory, PostgresFactory)
+        snapshots = PostgresContextSnapshots(factory.datastore)
         snapshots.create_table()
         for name, write in (("one command per event", one_by_one), ("combined commands", combined)):
             cost, plain = step_costs(c.database_url, app, write)
