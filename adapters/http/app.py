@@ -82,15 +82,15 @@ def create_app(
         counters=PostgresCounters.of(container),  # shared by every API replica
         bridge=container.bridge,
     )
+    logs = {name: _log_recorder(container, name) for name in container.views}
     waiter = ViewWaiter(
         container.database_url,
         {n: v.channel for n, v in container.views.items()},
-        {n: _log_recorder(container, n).max_notification_id for n in container.views},
+        {n: log.max_notification_id for n, log in logs.items()},
         container.bridge,
     )
     views = _read_models(container, waiter)
     access = Access(container.sessions, container.accounts, container.bridge)
-    logs = {name: _log_recorder(container, name) for name in container.views}
     probes = Probes(container.recorder, container.views, services, container.bridge, waiter, logs)
     factory = container.sessions.factory
     assert isinstance(factory, PostgresFactory)
@@ -103,9 +103,10 @@ def create_app(
         waiter.start()
         await services.start(wait_for_nats=False)
         # An API replica beside workers drives no run: the workers' sweep recovers them.
-        here = engine.scheduler.dispatch is None
-        recovery = asyncio.create_task(
-            recover_runs(container, engine) if here else asyncio.sleep(0), name="recover runs"
+        recovery = (
+            asyncio.create_task(recover_runs(container, engine), name="recover runs")
+            if engine.scheduler.dispatch is None
+            else None
         )
         secret = container.settings.signing_secret()
         signing = asyncio.create_task(
@@ -116,7 +117,8 @@ def create_app(
         finally:
             feed.close()  # open streams end; their clients resume from their last id
             signing.cancel()
-            recovery.cancel()
+            if recovery is not None:
+                recovery.cancel()
             await engine.scheduler.close()  # runs stay active in the log; the next start resumes
             await waiter.stop()
             await services.stop()

@@ -15,6 +15,7 @@ import hashlib
 import hmac
 from collections.abc import Callable
 
+import nats
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
@@ -65,8 +66,6 @@ async def differing(nc: NATS, stream: str, secret: str) -> int:
 
 async def differing_at(nats_url: str, stream: str, secret: str) -> int:
     """`differing`, on a connection of its own (0 when NATS does not answer: cannot tell)."""
-    import nats
-
     try:
         nc = await nats.connect(nats_url, connect_timeout=2, allow_reconnect=False)
     except (NatsError, OSError, TimeoutError):
