@@ -24,6 +24,7 @@ from adapters.web_search.local_web import LocalWeb
 from application.replay import ReplayReport, replay
 from domain.events import SessionEvent
 from domain.session import AgentSession as S
+from domain.session_decks import DeckLog as D
 from domain.values import artifact_id_of
 from projections.sessions import SessionsView
 from projections.working_memory import WorkingMemoryView
@@ -94,6 +95,10 @@ def _details(e: SessionEvent) -> str:
             return f"{name} {version} by {by} (score {score:g})"
         case S.ArtifactCreated(kind=kind, name=name, size=size, media_type=media_type):
             return f"{kind} {name} ({size} bytes, {media_type})"
+        case S.DeckCreated(deck=deck, title=title, slides=slides, template=template):
+            return f"deck {deck} {title!r}: {len(slides)} slides, {template} ({e.size} bytes)"
+        case D.DeckEvent(deck=deck, deck_version=version, size=size):
+            return f"deck {deck} version {version} ({size} bytes)"
         case (
             S.ConfirmationRequested() | S.ConfirmationGiven() | S.StrikeRecorded()
             | S.RebootRequested() | S.ContextCompacted() | S.BudgetThresholdReached()
@@ -114,16 +119,19 @@ async def run_demo(system: System, question: str = DEMO_QUESTION) -> bool:
     """Run one scripted session on the real servers and print what a user would want to see."""
     await system.services.start()
     try:
-        session_id = await _run_session(system.container, system.engine, question)
+        session_id = await run_session(system.container, system.engine, question)
         return await _report(system.container, system.engine, session_id)
     finally:
         await system.stop()
 
 
-async def _run_session(container: Container, engine: Engine, question: str) -> UUID:
+async def run_session(
+    container: Container, engine: Engine, question: str, task_type: str = "deep-research"
+) -> UUID:
+    """A new session asked `question`, its run ended and the read models caught up."""
     receipt = await container.bridge(
         container.sessions.start_session,
-        workspace_id=uuid4(), owner_id=uuid4(), title=question, task_type="deep-research",
+        workspace_id=uuid4(), owner_id=uuid4(), title=question, task_type=task_type,
     )  # fmt: skip
     session_id = receipt.session_id
     print(f"session {session_id}\nuser: {question}\n")

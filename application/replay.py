@@ -39,6 +39,7 @@ from domain.conversation import (
 )
 from domain.events import SessionEvent
 from domain.session import AgentSession as S
+from domain.session_decks import DeckLog as D
 from domain.values import SourceSeen
 
 # Measured, not decided: they differ on every run and say nothing about behaviour.
@@ -328,11 +329,13 @@ def _apply_input(
             target.complete_session(sid)
         case S.RunStarted(run_id=run_id):
             return run_id  # requested, then the process died
+        case S.SlideRewritten(tool_use_id=None):
+            target.copy_deck_change(sid, e)  # a user's regeneration, as it was recorded
         case (
             S.SessionStarted() | S.AssistantTurnRecorded() | S.ToolCallRequested()
             | S.ToolResultRecorded() | S.ConfirmationRequested() | S.PlanUpdated()
             | S.FindingRecorded() | S.ProgressNoted() | S.StrikeRecorded()
-            | S.RebootRequested() | S.ContextCompacted() | S.ArtifactCreated()
+            | S.RebootRequested() | S.ContextCompacted() | S.ArtifactCreated() | D.DeckEvent()
             | S.RunCompleted() | S.RunFailed() | S.RunStopped() | S.BudgetThresholdReached()
             | S.SourceRecorded() | S.SkillActivated()
         ):  # fmt: skip

@@ -6,6 +6,7 @@ from typing import Protocol, Self
 
 from eventsourcing.persistence import JSONTranscoder, Transcoding
 
+from domain.decks import Slide
 from domain.values import (
     AttachedFile,
     Citation,
@@ -46,3 +47,4 @@ def register_value_objects(transcoder: JSONTranscoder) -> None:
     transcoder.register(AsJson(CitedSource, "cited_source"))
     transcoder.register(AsJson(RunArtifact, "run_artifact"))
     transcoder.register(AsJson(AttachedFile, "attached_file"))
+    transcoder.register(AsJson(Slide, "slide"))

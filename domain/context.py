@@ -32,6 +32,7 @@ from domain.conversation import (
 from domain.events import SessionEvent
 from domain.policies import STRIKE_NOTICE
 from domain.session import AgentSession as S
+from domain.session_decks import DeckLog as D
 from domain.sources import NumberedSource, add_source
 from domain.values import PLAN_MARKS, PlanItem, StoredBlock, model_citations
 
@@ -283,11 +284,20 @@ def _turn_of(e: SessionEvent) -> tuple[Role, list[ContentBlock]] | None:
         case S.SkillActivated(by=by):
             # Activated by the model's own `activate_skill` call: its result carries them.
             return None if by == "tool" else ("user", [skill_instructions(e)])
+        case S.SlideRewritten(tool_use_id=None, deck=deck, index=index, slide=slide):
+            # The user had a slide regenerated: the model sees the slide as it is now.
+            shown = json.dumps(slide.to_json(), ensure_ascii=False)
+            return "user", [
+                TextBlock(
+                    f"[The user had slide {index} of deck {deck} regenerated "
+                    f"({e.instructions!r}); it is now: {shown}]"
+                )
+            ]
         case (
             S.SessionStarted() | S.ConfirmationRequested() | S.ConfirmationGiven()
             | S.PlanUpdated() | S.FindingRecorded() | S.ProgressNoted()
             | S.ContextCompacted() | S.BudgetThresholdReached() | S.SourceRecorded()
-            | S.ArtifactCreated()
+            | S.ArtifactCreated() | D.DeckEvent()
             | S.RunRequested() | S.RunStarted()
             | S.RunCompleted() | S.RunFailed() | S.RunStopped() | S.SessionRenamed()
             | S.SessionCompleted() | S.SessionArchived()

@@ -30,6 +30,12 @@ SessionEvent: TypeAlias = (
     | S.SourceRecorded
     | S.SkillActivated
     | S.ArtifactCreated
+    | S.DeckCreated
+    | S.SlideAdded
+    | S.SlideRewritten
+    | S.SlideRemoved
+    | S.SlidesReordered
+    | S.TemplateChanged
     | S.RunRequested
     | S.RunStarted
     | S.RunCompleted

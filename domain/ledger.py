@@ -15,6 +15,7 @@ from uuid import UUID
 from domain.events import SessionEvent
 from domain.policies import error_signature
 from domain.session import AgentSession as S
+from domain.session_decks import DeckLog as D
 from domain.sources import NumberedSource, add_source
 from domain.values import SessionSettings, ToolUseContent, blocks_tool_uses
 
@@ -86,7 +87,7 @@ class Ledger:
             case (
                 S.UserMessageAppended() | S.FindingRecorded() | S.ProgressNoted()
                 | S.ContextCompacted() | S.BudgetThresholdReached()
-                | S.ArtifactCreated()
+                | S.ArtifactCreated() | D.DeckEvent()
                 | S.RunRequested()
                 | S.RunCompleted() | S.RunFailed() | S.RunStopped() | S.SessionRenamed()
                 | S.SessionCompleted() | S.SessionArchived()

@@ -26,6 +26,7 @@ from domain.errors import (
     RunAlreadyActive,
     SessionClosed,
 )
+from domain.session_decks import DeckLog
 from domain.values import (
     TOOL_RESULT_STATUSES,
     ArtifactKind,
@@ -73,8 +74,8 @@ def _run_artifacts_unlisted(state: State) -> None:
     state.setdefault("artifacts", [])
 
 
-class AgentSession(Aggregate):
-    """One agent session in a workspace."""
+class AgentSession(DeckLog):
+    """One agent session in a workspace (its slide decks' events are in `DeckLog`)."""
 
     # v2: typed settings; a run's tokens and last message. v3: its organization and team.
     # v4: the numbers of its sources. v5: the active run's artifacts. v6: who holds the run

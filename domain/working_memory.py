@@ -15,6 +15,7 @@ from typing import TypedDict, assert_never
 
 from domain.events import SessionEvent
 from domain.session import AgentSession as S
+from domain.session_decks import DeckLog as D
 from domain.values import Citation, PlanItem, PlanItemStatus
 
 KEPT_FAILURES = ("error", "interrupted")
@@ -143,7 +144,8 @@ def fold(state: WorkingMemoryState, e: SessionEvent) -> WorkingMemoryState:
             S.UserMessageAppended() | S.AssistantTurnRecorded() | S.ConfirmationRequested()
             | S.ConfirmationGiven() | S.RebootRequested() | S.ContextCompacted()
             | S.BudgetThresholdReached() | S.SourceRecorded() | S.SkillActivated()
-            | S.ArtifactCreated() | S.RunRequested() | S.SessionCompleted() | S.SessionArchived()
+            | S.ArtifactCreated() | D.DeckEvent() | S.RunRequested() | S.SessionCompleted()
+            | S.SessionArchived()
         ):  # fmt: skip
             return state
         case _:

@@ -13,6 +13,7 @@ from psycopg.types.json import Jsonb
 
 from domain.events import SessionEvent
 from domain.session import AgentSession as S
+from domain.session_decks import DeckLog as D
 from projections.view import SessionView
 
 
@@ -95,7 +96,7 @@ class ConfirmationsView(SessionView):
                 | S.ProgressNoted() | S.StrikeRecorded() | S.RebootRequested()
                 | S.ContextCompacted() | S.BudgetThresholdReached() | S.SourceRecorded()
                 | S.SkillActivated()
-                | S.ArtifactCreated()
+                | S.ArtifactCreated() | D.DeckEvent()
                 | S.RunRequested()
                 | S.RunStarted() | S.RunCompleted() | S.RunFailed() | S.RunStopped()
                 | S.SessionRenamed() | S.SessionCompleted() | S.SessionArchived()

@@ -13,6 +13,7 @@ from psycopg.rows import DictRow
 
 from domain.events import SessionEvent
 from domain.session import AgentSession as S
+from domain.session_decks import DeckLog as D
 from projections.view import SessionView
 
 FAILED_TOOL_STATUSES = ("error", "interrupted")
@@ -194,7 +195,7 @@ def _changes(e: SessionEvent) -> Change:
             S.SessionStarted() | S.PlanUpdated() | S.FindingRecorded() | S.ProgressNoted()
             | S.StrikeRecorded() | S.RebootRequested() | S.ContextCompacted()
             | S.BudgetThresholdReached() | S.SourceRecorded() | S.SkillActivated()
-            | S.ArtifactCreated()
+            | S.ArtifactCreated() | D.DeckEvent()
         ):  # fmt: skip
             return NOTHING
         case _:

@@ -16,6 +16,7 @@ from psycopg.types.json import Jsonb
 
 from domain.events import SessionEvent
 from domain.session import AgentSession as S
+from domain.session_decks import DeckLog as D
 from domain.working_memory import KEPT_FAILURES, WorkingMemory, WorkingMemoryState, fold
 from domain.working_memory_render import render
 from projections.view import SessionView
@@ -77,7 +78,7 @@ class WorkingMemoryView(SessionView):
                 S.UserMessageAppended() | S.AssistantTurnRecorded() | S.ConfirmationRequested()
                 | S.ConfirmationGiven() | S.RebootRequested() | S.ContextCompacted()
                 | S.BudgetThresholdReached() | S.SourceRecorded() | S.SkillActivated()
-                | S.ArtifactCreated() | S.RunRequested() | S.SessionCompleted()
+                | S.ArtifactCreated() | D.DeckEvent() | S.RunRequested() | S.SessionCompleted()
                 | S.SessionArchived()
             ):  # fmt: skip
                 pass  # no document shows these

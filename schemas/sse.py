@@ -271,6 +271,12 @@ class SkillActivated(Stored, tag="skill_activated", frozen=True):
     skill_version: str = ""
 
 
+DeckChange = Literal[
+    "created", "slide_added", "slide_rewritten", "slide_removed", "slides_reordered",
+    "template_changed",
+]  # fmt: skip
+
+
 class Artifact(Stored, tag="artifact", frozen=True):
     kind: Literal["report", "ppt", "code", "file"]
     name: str
@@ -279,6 +285,11 @@ class Artifact(Stored, tag="artifact", frozen=True):
     sha256: str
     media_type: str
     artifact_id: UUID | None = None  # `GET /artifacts/{artifact_id}`
+    # The artifact's version this event made, from 1: a deck gets one per change
+    # (`GET /artifacts/{artifact_id}/versions`), with what changed.
+    artifact_version: int = 1
+    change: DeckChange | None = None
+    page_index: int | None = None  # the slide it changed, from 1
 
 
 SsePayload: TypeAlias = (

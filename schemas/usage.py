@@ -11,7 +11,7 @@ import msgspec
 from schemas.api import WorkspaceOut
 
 Scope = Literal["org", "team", "workspace", "user"]
-CallKind = Literal["turn", "compaction"]
+CallKind = Literal["turn", "compaction", "regeneration"]  # regeneration: a slide, by a user
 Usd = Annotated[str, msgspec.Meta(pattern=r"^\d+\.\d{6}$", description="USD, six places")]
 
 

@@ -13,9 +13,12 @@ from typing import assert_never
 from urllib.parse import urlsplit
 
 from domain.conversation import TextDelta, ThinkingDelta
+from domain.deck_fold import DeckEvent
+from domain.decks import PPTX
 from domain.events import SessionEvent
 from domain.pricing import usd_text
 from domain.session import AgentSession as S
+from domain.session_decks import DeckLog as D
 from domain.sources import cited_numbers
 from domain.values import (
     Citation,
@@ -69,6 +72,8 @@ def payloads(e: SessionEvent) -> list[sse.SsePayload]:
             return [_run(e)]
         case S.SessionStarted() | S.SessionRenamed() | S.SessionCompleted() | S.SessionArchived():
             return [_session(e)]
+        case D.DeckEvent():
+            return [_deck(e)]
         case S.SkillActivated(name=name, score=score, by=by, skill_version=skill_version):
             return [
                 sse.SkillActivated(
@@ -217,6 +222,33 @@ def _memory(e: Memory) -> sse.SsePayload:
             )
         case _:
             assert_never(e)
+
+
+def _deck(e: DeckEvent) -> sse.Artifact:
+    """A deck's new version, as the `artifact` event of its artifact."""
+    change: sse.DeckChange
+    page: int | None
+    match e:
+        case S.DeckCreated():
+            change, page = "created", None
+        case S.SlideAdded(index=index):
+            change, page = "slide_added", index
+        case S.SlideRewritten(index=index):
+            change, page = "slide_rewritten", index
+        case S.SlideRemoved(index=index):
+            change, page = "slide_removed", index
+        case S.SlidesReordered():
+            change, page = "slides_reordered", None
+        case S.TemplateChanged():
+            change, page = "template_changed", None
+        case _:
+            assert_never(e)
+    return sse.Artifact(
+        version=e.originator_version, timestamp=e.timestamp, kind="ppt", name=e.name,
+        blob_ref=e.blob_ref, size=e.size, sha256=e.sha256, media_type=PPTX,
+        artifact_id=artifact_id_of(e.originator_id, e.created_at),
+        artifact_version=e.deck_version, change=change, page_index=page,
+    )  # fmt: skip
 
 
 def _notice(e: Guard) -> sse.Notice:

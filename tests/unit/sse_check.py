@@ -20,7 +20,10 @@ from domain.conversation import (
     ToolUseBlock,
     Usage,
 )
+from domain.deck_fold import DeckHistory
+from domain.decks import Deck, Slide
 from domain.events import SessionEvent
+from domain.session_decks import File
 from domain.values import (
     AttachedFile,
     Citation,
@@ -65,6 +68,7 @@ def one_of_each() -> list[SessionEvent]:
     app.start_run(sid, run, "worker-1")
     app.record_assistant_turn(sid, run, _turn(), latency_ms=12)
     _tools_and_memory(app, sid)
+    deck_changes(app, sid)
     _cited_answer(app, sid, run)
     app.complete_run(sid, run)
     for end in ("fail", "stop"):
@@ -129,3 +133,23 @@ def _tools_and_memory(app: SessionService, sid: UUID) -> None:
     app.record_artifact(
         sid, "report", "report.md", "sha256:rep", size=10, sha256="abc", media_type="text/markdown"
     )
+
+
+def deck_changes(app: SessionService, sid: UUID) -> None:
+    """One event of each deck change (files made up: nothing renders here)."""
+
+    def deck() -> Deck:
+        return DeckHistory.of(app.session_events(sid)).current(1)
+
+    def file(n: int) -> File:
+        return File(f"sha256:deck{n}", 1000 + n, f"deck{n}", "toolu_deck")
+
+    one, two = Slide("Intro", ("a", "b"), notes="say hi"), Slide("Two", layout="closing")
+    app.change_deck(
+        sid, lambda s: s.create_deck(1, "Deck", "deck.pptx", "business", [one], file(1))
+    )
+    app.change_deck(sid, lambda s: s.add_slide(deck(), 2, two, file(2)))
+    app.change_deck(sid, lambda s: s.rewrite_slide(deck(), 1, Slide("Intro!"), file(3)))
+    app.change_deck(sid, lambda s: s.reorder_slides(deck(), [2, 1], file(4)))
+    app.change_deck(sid, lambda s: s.change_template(deck(), "minimal", file(5)))
+    app.change_deck(sid, lambda s: s.remove_slide(deck(), 2, file(6)))

@@ -81,7 +81,10 @@ def test_done_carries_the_runs_tokens_and_its_last_message() -> None:
     assert done.status == "completed"
     assert done.message_id == str(turn.originator_version)
     assert done.tokens_used == 2 * (10 + 5 + 3 + 2)
-    assert [(a.kind, a.name) for a in done.artifacts or []] == [("report", "report.md")]
+    assert [(a.kind, a.name) for a in done.artifacts or []] == [
+        ("report", "report.md"),
+        ("ppt", "deck.pptx"),
+    ]
 
 
 def test_a_cited_turn_ends_with_its_citations_and_flags_what_names_no_source() -> None:
