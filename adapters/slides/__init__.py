@@ -1,0 +1,1 @@
+"""Slide decks: rendering to PPTX, and previews and PDF export through LibreOffice."""
