@@ -46,6 +46,9 @@ from adapters.postgres.schema_lock import schema_lock
 from adapters.price_file import PriceFileError, load_prices
 from adapters.services import Services
 from adapters.settings import Settings
+from adapters.slides.office import Office
+from adapters.slides.previews import SlidePreviews
+from adapters.slides.renderer import PptxRenderer
 from adapters.system import Engine, System
 from adapters.telemetry import traced_llm, traced_tools, tracer_provider_from_env
 from adapters.web.page_reader import HttpPageReader
@@ -56,6 +59,7 @@ from application.accounts import THIRTY_DAYS, AccountService
 from application.bridge import SyncBridge
 from application.budget_guard import BudgetEnforcer, BudgetGuard
 from application.context_snapshots import InMemoryContextSnapshots
+from application.decks import DeckEditor
 from application.manual_tools import ManualTools
 from application.ports import (
     LLM,
@@ -74,6 +78,7 @@ from application.runs import RunScheduler
 from application.sessions import SessionService
 from application.skills import SkillMatcher, SkillRegistry, builtin_skills_dir
 from application.skills.service import Skills
+from application.slide_regeneration import RegenerationSettings, SlideRegenerator
 from application.tools.activate_skill import ActivateSkill
 from application.tools.base import AnyTool
 from application.tools.code_execute import CodeExecute
@@ -85,6 +90,7 @@ from application.tools.read_url import ReadUrl
 from application.tools.registry import ToolRegistry
 from application.tools.skill_files import ReadSkillFile
 from application.tools.skill_script import RunSkillScript
+from application.tools.slides import deck_tools
 from application.tools.web_search import WebSearchTool
 from application.workspace_files import WorkspaceFiles
 from domain.pricing import PriceTable
@@ -209,7 +215,13 @@ def bootstrap_engine(
     )
     manual = ManualTools(runner.tool_calls, sessions, bridge)
     scheduler = RunScheduler(runner, sessions, bridge, manual, locks=run_locks)
-    return Engine(runner, scheduler, blobs, manual, sessions, bridge)
+    regenerator = SlideRegenerator(
+        sessions=sessions, bridge=bridge, llm=runner.llm, editor=DeckEditor(PptxRenderer()),
+        blobs=blobs, prices=runner.prices, budgets=runner.budgets, counter=runner.counter,
+        settings=RegenerationSettings(runner.settings.model, cache_ttl=runner.settings.cache_ttl),
+    )  # fmt: skip
+    previews = SlidePreviews(Office(settings.soffice), blobs)
+    return Engine(runner, scheduler, blobs, manual, sessions, bridge, regenerator, previews)
 
 
 def replay_engine(like: AgentRunner, *, tools: Iterable[AnyTool] | None = None) -> ReplayEngine:
@@ -284,6 +296,7 @@ def build_tools(settings: Settings, *, files: WorkspaceFiles | None = None) -> l
         ReadSource(),
         ActivateSkill(skills), ReadSkillFile(skills), CreateDoc(ReportLabDocumentRenderer()),
         *file_tools(files), code, RunSkillScript(sandbox, skills, limits=limits),
+        *deck_tools(DeckEditor(PptxRenderer())),
     ]  # fmt: skip
 
 

@@ -139,6 +139,11 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "tokendance-sandbox:latest",
         "the image the docker sandbox runs (built by sandbox/build_image.sh)",
     ),
+    "TOKENDANCE_SOFFICE": (
+        "",
+        "LibreOffice's `soffice` for slide thumbnails and PDF export (none: found on PATH; "
+        "absent: previews without thumbnails, PDF export answers 501)",
+    ),
     "TOKENDANCE_WORKER_CONCURRENCY": ("16", "runs one `tokendance worker` process drives at once"),
     "TOKENDANCE_RUN_ACK_WAIT": (
         "30",
@@ -213,6 +218,7 @@ class Settings:
     sandbox_processes: int = int(_default("TOKENDANCE_SANDBOX_PROCESSES"))
     sandbox_allow_domains: tuple[str, ...] = ()
     sandbox_image: str = _default("TOKENDANCE_SANDBOX_IMAGE")
+    soffice: str | None = None
     worker_concurrency: int = int(_default("TOKENDANCE_WORKER_CONCURRENCY"))
     run_ack_wait: int = int(_default("TOKENDANCE_RUN_ACK_WAIT"))
     run_max_deliveries: int = int(_default("TOKENDANCE_RUN_MAX_DELIVERIES"))
@@ -288,6 +294,7 @@ class Settings:
             ),
             sandbox_allow_domains=_domains(env.get("TOKENDANCE_SANDBOX_ALLOW_DOMAINS", "")),
             sandbox_image=get("TOKENDANCE_SANDBOX_IMAGE"),
+            soffice=get("TOKENDANCE_SOFFICE") or None,
             worker_concurrency=_limit(
                 get("TOKENDANCE_WORKER_CONCURRENCY"), "TOKENDANCE_WORKER_CONCURRENCY"
             ),

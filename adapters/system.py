@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from adapters.container import Container
 from adapters.services import Services
 from adapters.settings import Settings
+from adapters.slides.previews import SlidePreviews
 from adapters.telemetry import shutdown
 
 if TYPE_CHECKING:  # the SDK is imported only when spans are exported
@@ -21,6 +22,7 @@ from application.ports import BlobStore
 from application.runner import AgentRunner
 from application.runs import RunScheduler
 from application.sessions import SessionService
+from application.slide_regeneration import SlideRegenerator
 
 
 @dataclass
@@ -33,6 +35,8 @@ class Engine:
     manual: ManualTools
     sessions: SessionService
     bridge: SyncBridge
+    regenerator: SlideRegenerator  # one slide of a deck, from a user's instructions
+    previews: SlidePreviews  # decks' PDFs and thumbnails (LibreOffice)
 
 
 @dataclass

@@ -6,7 +6,7 @@ picks which adapter fills each port.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 from uuid import UUID
@@ -15,6 +15,7 @@ from eventsourcing.persistence import Notification
 
 from domain.budgets import BudgetStatus, Spend, ThresholdCrossing
 from domain.conversation import ModelRequest, StreamItem, TextDelta, ThinkingDelta
+from domain.decks import Deck
 from domain.values import BudgetScope
 from schemas.sandbox import (
     SandboxLimit,
@@ -284,3 +285,12 @@ class Sandbox(Protocol):
     name: str  # "bubblewrap" | "docker"
 
     async def run(self, run: SandboxRun) -> SandboxResult: ...
+
+
+class SlideRenderer(Protocol):
+    """Renders a deck version to the bytes of a PPTX file, from the data alone (pure and
+    CPU-bound: called in a worker thread)."""
+
+    def render(self, deck: Deck, images: Mapping[str, bytes]) -> bytes:
+        """`images`: the bytes of each slide's image, by its ref."""
+        ...

@@ -4,9 +4,13 @@ note is a command recorded through the run, so it lands in the log and the conte
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Sequence
 
 from application.ports import BlobStore
 from application.run_state import RunState
+from application.sessions import Receipt
+from domain.events import SessionEvent
+from domain.session import AgentSession
 from domain.sources import NumberedSource
 from domain.values import ArtifactKind, ArtifactRef, Citation, PlanItem, SkillSpec, artifact_id_of
 
@@ -61,3 +65,10 @@ class SessionNotesOfRun:
         return ArtifactRef(
             artifact_id_of(s.session_id, receipt.version), blob_ref, len(data), sha256
         )
+
+    async def session_log(self) -> Sequence[SessionEvent]:
+        return await self._state.full_log()
+
+    async def change_deck(self, command: Callable[[AgentSession], None]) -> Receipt:
+        s = self._state
+        return await s.record(s.sessions.change_deck, s.session_id, command, s.version)

@@ -328,6 +328,20 @@ class SessionService(Application[UUID]):
         """Number the pages a tool call saw (see `AgentSession.record_sources`)."""
         return self._change(session_id, lambda s: s.record_sources(tool_use_id, seen))
 
+    def change_deck(
+        self,
+        session_id: UUID,
+        command: Callable[[AgentSession], None],
+        expected_version: int | None = None,
+    ) -> Receipt:
+        """A deck's change (`application.decks`), saved in one write; `Conflict` if the
+        session moved past `expected_version` (the deck it changed may be stale)."""
+        return self._change(session_id, command, expected_version)
+
+    def copy_deck_change(self, session_id: UUID, e: AgentSession.SlideRewritten) -> Receipt:
+        """A user's slide regeneration recorded again as it was (a replay's input)."""
+        return self._change(session_id, lambda s: s.repeat(e))
+
     def record_turn_and_calls(self, session_id: UUID, step: TurnStep) -> Receipt:
         """A model turn, the thresholds its cost crossed and the calls it requests: one save."""
         return self._change(session_id, step.apply)

@@ -9,8 +9,9 @@ root (`adapters/bootstrap.py`) builds the instances and hands them to the regist
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeAlias, TypeVar
 from uuid import UUID
 
 import msgspec
@@ -18,6 +19,11 @@ import msgspec
 from domain.conversation import ToolSpec
 from domain.sources import NumberedSource
 from domain.values import ArtifactKind, ArtifactRef, Citation, PlanItem, SkillSpec, SourceSeen
+
+if TYPE_CHECKING:  # application.sessions imports the tools (a cycle at run time)
+    from application.sessions import Receipt
+    from domain.events import SessionEvent
+    from domain.session import AgentSession
 
 
 class SessionNotes(Protocol):
@@ -54,6 +60,15 @@ class SessionNotes(Protocol):
         self, kind: ArtifactKind, name: str, data: bytes, media_type: str
     ) -> ArtifactRef:
         """Keep `data` in the blob store and record it as the session's artifact."""
+        ...
+
+    async def session_log(self) -> Sequence[SessionEvent]:
+        """The session's whole log, as of now (a deck is folded from it)."""
+        ...
+
+    async def change_deck(self, command: Callable[[AgentSession], None]) -> Receipt:
+        """Record a deck change (`application.decks`) in one write, if the session is
+        still where this run left it (else `Conflict`)."""
         ...
 
 

@@ -314,7 +314,9 @@ async def test_compaction_is_recorded_and_the_log_stays_whole(tmp_path: Path) ->
     from adapters.llm.scripted import ScriptedLLM
 
     llm = ScriptedLLM(model)
-    engine = make_engine(llm, tmp_path, settings=EngineSettings(context_window=5000))
+    engine = make_engine(
+        llm, tmp_path, settings=EngineSettings(context_window=9000)
+    )  # the tools' schemas are ~3.5K
     engine.search.answer = lambda q: "x" * 3000
     sid = await engine.new_session()
     await engine.scheduler.send_message(sid, "search many times")
