@@ -20,10 +20,12 @@ from litestar.types import ControllerRouterHandler
 from adapters.bootstrap import recover_runs
 from adapters.container import Container
 from adapters.http import log_redaction
-from adapters.http.artifacts import ArtifactController, ArtifactLookup
+from adapters.http.artifact_lookup import ArtifactLookup
+from adapters.http.artifacts import ArtifactController
 from adapters.http.auth import PUBLIC, BearerTokenAuthentication
 from adapters.http.auth_routes import AuthController, WorkspaceController
 from adapters.http.chat import ChatController
+from adapters.http.deck_pages import DeckController, DeckPages
 from adapters.http.deps import Access, ReadModels
 from adapters.http.errors import EXCEPTION_HANDLERS
 from adapters.http.idempotency import IdempotencyMiddleware, IdempotencyStore
@@ -59,7 +61,7 @@ MAX_BODY = 2 * 1024 * 1024  # a 1 MiB message plus its JSON envelope fits; more 
 HANDLERS: list[ControllerRouterHandler] = [
     OpsController, AuthController, WorkspaceController, SessionController, StreamController,
     ChatController, HitlController, ToolController, UploadController, UsageController,
-    ArtifactController, SkillController, metrics_endpoint,
+    ArtifactController, DeckController, SkillController, metrics_endpoint,
 ]  # fmt: skip
 
 
@@ -238,6 +240,9 @@ def _dependencies(
             views.waiter,
         ),
         "artifacts": _artifact_lookup(container, views.waiter, access),
+        "previews": engine.previews,
+        "regenerator": engine.regenerator,
+        "decks": DeckPages(container.sessions, container.bridge, engine.previews),
     }
     return {
         name: Provide(_constant(value), sync_to_thread=False) for name, value in provided.items()

@@ -1,55 +1,34 @@
-"""Artifacts: metadata, the bytes, and a preview, by artifact id.
-
-An artifact is found in the artifacts read model, then its session goes through the
-tenant check: another tenant's artifact answers exactly as an id that does not exist.
-The read model trails the log by milliseconds, so an id the view does not know yet is
-looked up again once the view has applied everything the log held when asked (for at
-most `read_your_writes.WAIT` seconds): an artifact just announced on a stream is found.
-"""
+"""Artifacts: metadata, versions, the bytes, and a preview, by artifact id (found for
+the caller by `ArtifactLookup`)."""
 
 from __future__ import annotations
 
 import asyncio
 import io
-from dataclasses import dataclass
 from uuid import UUID
 
 import pypdf
 from litestar import Controller, Response, get
+from litestar.params import Parameter
 from pypdf.errors import PyPdfError
 
-from adapters.http.deps import Access, Blobs, Caller
+from adapters.http.artifact_lookup import ArtifactLookup
+from adapters.http.deck_pages import DeckPages, Previews, deck_pdf
+from adapters.http.deps import Blobs, Caller
 from adapters.http.downloads import content_disposition, download
 from adapters.http.errors import ApiError
-from adapters.http.read_your_writes import ViewWaiter
-from application.bridge import SyncBridge
-from domain.errors import SessionNotFound
-from projections.artifacts import ArtifactRow, ArtifactsView
-from schemas.artifacts import ArtifactOut, MarkdownPreview, PdfPreview, Preview
+from domain.decks import PPTX
+from projections.artifacts import ArtifactRow, ArtifactVersion
+from schemas.artifacts import (
+    ArtifactOut,
+    ArtifactVersionOut,
+    ArtifactVersions,
+    MarkdownPreview,
+    PdfPreview,
+    Preview,
+)
 
 TEXT_TYPES = ("text/", "application/json", "application/x-yaml", "application/yaml")
-
-
-@dataclass(frozen=True)
-class ArtifactLookup:
-    """Artifacts by id, for a caller allowed to see their session."""
-
-    view: ArtifactsView
-    waiter: ViewWaiter
-    access: Access
-    bridge: SyncBridge
-
-    async def find(self, caller: Caller, artifact_id: UUID) -> ArtifactRow:
-        row = await self.bridge(self.view.get, artifact_id)
-        if row is None and await self.waiter.caught_up(ArtifactsView.name):
-            row = await self.bridge(self.view.get, artifact_id)
-        if row is None:
-            raise _not_found(artifact_id)
-        try:
-            await self.access.session(caller.user, row.session_id)
-        except SessionNotFound:
-            raise _not_found(artifact_id) from None
-        return row
 
 
 class ArtifactController(Controller):
@@ -63,26 +42,54 @@ class ArtifactController(Controller):
         """An artifact's metadata."""
         return artifact_out(await artifacts.find(request, artifact_id))
 
+    @get("/{artifact_id:uuid}/versions")
+    async def versions(
+        self, artifact_id: UUID, request: Caller, artifacts: ArtifactLookup
+    ) -> ArtifactVersions:
+        """Every version of the artifact, oldest first (a deck gets one per change)."""
+        row = await artifacts.find(request, artifact_id)
+        return ArtifactVersions(items=[version_out(v) for v in await artifacts.versions(row)])
+
     @get("/{artifact_id:uuid}/download")
     async def download(
-        self, artifact_id: UUID, request: Caller, artifacts: ArtifactLookup, blobs: Blobs
-    ) -> Response[bytes]:
-        """The artifact's bytes, with its media type and file name."""
+        self, artifact_id: UUID, request: Caller, artifacts: ArtifactLookup, blobs: Blobs,
+        previews: Previews, version: int | None = Parameter(default=None, ge=1),
+        format: str | None = Parameter(default=None),
+    ) -> Response[bytes]:  # fmt: skip
+        """The artifact's bytes (its latest version, or `version`), with its media type
+        and file name; a slide deck as `format=pptx` (its own) or `format=pdf`."""
         row = await artifacts.find(request, artifact_id)
-        data = await blobs.get(row.blob_ref)
-        return download(data, row.media_type, content_disposition(row.name))
+        found = await artifacts.version(row, version)
+        if format is None or (format == "pptx" and row.kind == "ppt"):
+            data = await blobs.get(found.blob_ref)
+            return download(data, found.media_type, content_disposition(found.name))
+        if format != "pdf" or row.kind != "ppt":
+            raise ApiError(
+                400, f"format {format!r}: a deck downloads as pptx or pdf; other artifacts as "
+                "they are (no format)", "BAD_FORMAT",
+            )  # fmt: skip
+        pdf = await deck_pdf(previews, found.blob_ref)
+        name = found.name.removesuffix(".pptx") + ".pdf"
+        return download(pdf, "application/pdf", content_disposition(name))
 
     @get("/{artifact_id:uuid}/preview")
     async def preview(
-        self, artifact_id: UUID, request: Caller, artifacts: ArtifactLookup, blobs: Blobs
-    ) -> Preview:
-        """A report's Markdown (or any text artifact's text), or a PDF's text by page."""
+        self, artifact_id: UUID, request: Caller, artifacts: ArtifactLookup, blobs: Blobs,
+        decks: DeckPages, version: int | None = Parameter(default=None, ge=1),
+    ) -> Response[Preview]:  # fmt: skip
+        """A deck's slides (text and thumbnail URLs) at its latest version or `version`;
+        a report's Markdown (or any text artifact's text); a PDF's text by page."""
         row = await artifacts.find(request, artifact_id)
+        if row.kind == "ppt" and row.media_type == PPTX:
+            return await decks.preview(row, await artifacts.version(row, version))
         media_type = row.media_type.split(";", 1)[0].strip().lower()
         if media_type == "application/pdf":
-            return PdfPreview(await asyncio.to_thread(pdf_pages, await blobs.get(row.blob_ref)))
+            data = await blobs.get(row.blob_ref)
+            return Response(PdfPreview(await asyncio.to_thread(pdf_pages, data)))
         if media_type.startswith(TEXT_TYPES):
-            return MarkdownPreview((await blobs.get(row.blob_ref)).decode(errors="replace"))
+            return Response(
+                MarkdownPreview((await blobs.get(row.blob_ref)).decode(errors="replace"))
+            )
         raise ApiError(
             415, f"no preview for {media_type} artifacts: download it", "PREVIEW_UNSUPPORTED"
         )
@@ -92,7 +99,15 @@ def artifact_out(row: ArtifactRow) -> ArtifactOut:
     return ArtifactOut(
         id=row.artifact_id, session_id=row.session_id, kind=row.kind, name=row.name,
         size=row.size, sha256=row.sha256, media_type=row.media_type,
-        created_at=row.created_at, version=row.version,
+        created_at=row.created_at, version=row.version, latest_version=row.latest_version,
+    )  # fmt: skip
+
+
+def version_out(v: ArtifactVersion) -> ArtifactVersionOut:
+    return ArtifactVersionOut(
+        version=v.artifact_version, session_version=v.session_version, name=v.name,
+        size=v.size, sha256=v.sha256, media_type=v.media_type, change=v.change,
+        page_index=v.page_index, created_at=v.created_at,
     )  # fmt: skip
 
 
@@ -102,7 +117,3 @@ def pdf_pages(data: bytes) -> list[str]:
         return [page.extract_text() for page in pypdf.PdfReader(io.BytesIO(data)).pages]
     except PyPdfError as e:
         raise ApiError(422, f"the PDF could not be read: {e}", "PREVIEW_FAILED") from e
-
-
-def _not_found(artifact_id: UUID) -> ApiError:
-    return ApiError(404, f"artifact {artifact_id} not found", "NOT_FOUND")

@@ -1,0 +1,168 @@
+"""Slide decks over HTTP: a version's pages (text and thumbnails), PDF export, and
+regenerating one slide (SSE).
+
+A deck's page text comes from the deck's data in the session's log (the version
+asked for); thumbnails and the PDF come from LibreOffice (`adapters/slides/previews`).
+Without LibreOffice a preview still lists every page's text, with `thumbnail_url`
+null and an `X-Preview-Thumbnails: unavailable; reason="..."` header, and a PDF
+export answers 501 saying what to install.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Annotated
+from uuid import UUID
+
+import msgspec
+from litestar import Controller, Response, get, post
+from litestar.params import Dependency, Parameter
+from litestar.response import ServerSentEvent, ServerSentEventMessage
+
+from adapters.http.artifact_lookup import ArtifactLookup
+from adapters.http.deps import Access, Caller
+from adapters.http.errors import ApiError
+from adapters.http.openapi import SseOperation
+from adapters.http.sse import payloads
+from adapters.http.streaming import message, sse_response
+from adapters.slides.office import ConversionFailed, OfficeUnavailable
+from adapters.slides.previews import SlidePreviews
+from application.bridge import SyncBridge
+from application.ports import LLMError
+from application.sessions import SessionService
+from application.slide_regeneration import SlideRegenerator
+from domain.budgets import BudgetExceeded
+from domain.deck_fold import DeckHistory
+from domain.decks import Deck
+from domain.errors import DomainError
+from domain.session_decks import DeckLog as D
+from projections.artifacts import ArtifactRow, ArtifactVersion
+from schemas.artifacts import (
+    PptPage,
+    PptPreview,
+    Preview,
+    RegenerateBody,
+    RegenerationDone,
+    RegenerationFailed,
+)
+
+Previews = Annotated[SlidePreviews, Dependency(skip_validation=True)]
+Regenerator = Annotated[SlideRegenerator, Dependency(skip_validation=True)]
+
+
+async def deck_pdf(previews: SlidePreviews, blob_ref: str) -> bytes:
+    """The deck version's PDF, or the HTTP error saying why there is none."""
+    try:
+        return await previews.pdf(blob_ref)
+    except OfficeUnavailable as e:
+        raise ApiError(501, f"PDF export is unavailable: {e.reason}", "PDF_UNAVAILABLE") from e
+    except ConversionFailed as e:
+        raise ApiError(502, f"LibreOffice could not convert the deck: {e}", "PDF_FAILED") from e
+
+
+@dataclass(frozen=True)
+class DeckPages:
+    """A deck version's pages, from the deck's data in its session's log."""
+
+    sessions: SessionService
+    bridge: SyncBridge
+    previews: SlidePreviews
+
+    async def deck(self, row: ArtifactRow, version: int) -> Deck:
+        log = await self.bridge(lambda: list(self.sessions.session_events(row.session_id)))
+        history = DeckHistory.of(log)
+        current = history.by_created_at(row.version)
+        if current is None:
+            raise ApiError(404, f"artifact {row.artifact_id} is not a deck", "NOT_FOUND")
+        return history.versions(current.number)[version - 1]
+
+    async def preview(self, row: ArtifactRow, version: ArtifactVersion) -> Response[Preview]:
+        deck = await self.deck(row, version.artifact_version)
+        reason = self.previews.unavailable()
+        base = f"/api/v1/artifacts/{row.artifact_id}/pages"
+        pages = [
+            PptPage(
+                index=i,
+                thumbnail_url=None
+                if reason
+                else f"{base}/{i}/thumbnail?version={version.artifact_version}",
+                content=slide.text(),
+            )
+            for i, slide in enumerate(deck.slides, 1)
+        ]
+        headers = {"X-Preview-Thumbnails": f'unavailable; reason="{reason}"'} if reason else {}
+        preview = PptPreview(version=version.artifact_version, pages=pages)
+        return Response(preview, headers=headers)
+
+
+class DeckController(Controller):
+    path = "/api/v1/artifacts"
+    tags = ["artifacts"]
+
+    @get("/{artifact_id:uuid}/pages/{page:int}/thumbnail", media_type="image/png")
+    async def thumbnail(
+        self, artifact_id: UUID, page: int, request: Caller, artifacts: ArtifactLookup,
+        previews: Previews, version: int | None = Parameter(default=None, ge=1),
+    ) -> Response[bytes]:  # fmt: skip
+        """A PNG of one slide (from 1) of the deck's latest version, or of `version`."""
+        row = await artifacts.find(request, artifact_id)
+        found = await artifacts.version(row, version)
+        if row.kind != "ppt":
+            raise ApiError(400, "only slide decks have page thumbnails", "NOT_A_DECK")
+        try:
+            png = await previews.thumbnail(found.blob_ref, page)
+        except OfficeUnavailable as e:
+            reason = f"thumbnails are unavailable: {e.reason}"
+            raise ApiError(501, reason, "PREVIEW_UNAVAILABLE") from e
+        except ConversionFailed as e:
+            reason = f"LibreOffice could not convert the deck: {e}"
+            raise ApiError(502, reason, "PREVIEW_FAILED") from e
+        if png is None:
+            raise ApiError(404, f"the deck has no page {page}", "PAGE_NOT_FOUND")
+        # A version never changes: its thumbnails can be kept.
+        headers = {"Cache-Control": "private, max-age=86400, immutable"}
+        return Response(png, media_type="image/png", headers=headers)
+
+    @post("/{artifact_id:uuid}/regenerate", status_code=200, operation_class=SseOperation)
+    async def regenerate(
+        self, artifact_id: UUID, data: RegenerateBody, request: Caller, access: Access,
+        artifacts: ArtifactLookup, regenerator: Regenerator,
+    ) -> ServerSentEvent:  # fmt: skip
+        """Rewrite one slide of a deck from `instructions` with one model call (SSE): the
+        stream ends with `done {status: "completed", artifact_id, version, page_index}`
+        once the new version is recorded (every other slide unchanged), or with `error`
+        (nothing recorded). A page out of range answers 422 before any stream."""
+        row = await artifacts.find(request, artifact_id)
+        if row.kind != "ppt":
+            raise ApiError(400, "only slide decks regenerate a page", "NOT_A_DECK")
+        await access.session(request.user, row.session_id, write=True)
+        deck = await regenerator.check(row.session_id, artifact_id)
+        if not 1 <= data.page_index <= len(deck.slides):
+            raise ApiError(
+                422, f"page_index {data.page_index} is out of range: the deck has "
+                f"{len(deck.slides)} pages (1-{len(deck.slides)})", "PAGE_OUT_OF_RANGE",
+            )  # fmt: skip
+        return sse_response(_regeneration(regenerator, row, data))
+
+
+async def _regeneration(
+    regenerator: SlideRegenerator, row: ArtifactRow, data: RegenerateBody
+) -> AsyncIterator[ServerSentEventMessage]:
+    try:
+        made = await regenerator.regenerate(
+            row.session_id, row.artifact_id, data.page_index, data.instructions
+        )
+    except (DomainError, LLMError, BudgetExceeded) as e:
+        code = getattr(e, "code", None) or type(e).__name__
+        failed = RegenerationFailed(detail=str(e), error_code=code, artifact_id=row.artifact_id)
+        yield ServerSentEventMessage(data=msgspec.json.encode(failed).decode(), event="error")
+        return
+    for event in made.receipt.events:
+        if isinstance(event, D.DeckEvent):
+            for payload in payloads(event):
+                yield message(payload)
+    done = RegenerationDone(
+        artifact_id=row.artifact_id, version=made.deck.version, page_index=data.page_index
+    )
+    yield ServerSentEventMessage(data=msgspec.json.encode(done).decode(), event="done")
