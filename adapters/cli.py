@@ -62,6 +62,9 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="run a scripted session and show what it recorded")
     demo.add_argument("--question", default=None, help="what the user asks")
+    demo.add_argument(
+        "--slides", action="store_true", help="build, revise and regenerate a slide deck instead"
+    )
     demo.set_defaults(func=_demo)
 
     replay = commands.add_parser("replay", help="re-run a session's log and check it matches")
@@ -204,8 +207,13 @@ def _background(
 
 def _demo(settings: Settings, args: argparse.Namespace) -> None:
     from adapters.demo import DEMO_QUESTION, demo_settings, run_demo
+    from adapters.demo_slides import SLIDES_QUESTION, run_slides_demo, slides_settings
     from adapters.web_search.local_web import serve_local_web
 
+    if args.slides:
+        with _system(slides_settings(settings)) as system:
+            identical = asyncio.run(run_slides_demo(system, args.question or SLIDES_QUESTION))
+        sys.exit(0 if identical else 1)
     # The demo needs no key and no network: a local research web answers its searches and
     # serves its pages; its own script plays the model unless TOKENDANCE_LLM names another.
     logging.getLogger("httpx").setLevel(logging.WARNING)  # the event stream shows each call

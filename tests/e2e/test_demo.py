@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -91,3 +92,26 @@ def test_the_demo_runs_a_research_session_shows_it_and_its_replay_matches(
 
     bad = tokendance(data_dir, "replay", "not-a-uuid")
     assert bad.returncode == 2 and "not a session id" in bad.stderr
+
+
+def test_the_slides_demo_builds_revises_and_regenerates_a_deck(data_root: Path) -> None:
+    data_dir = data_root / "demo-slides"
+    demo = tokendance(data_dir, "demo", "--slides")
+    assert demo.returncode == 0, demo.stderr + demo.stdout
+    out = demo.stdout
+    assert "run ended: completed" in out
+    assert re.search(r"SkillActivated +slides [\d.]+ by keyword", out)
+    assert re.search(r"DeckCreated +deck 1 'Heat pumps in cold climates': 6 slides, business", out)
+    assert re.search(r"SlideRewritten +deck 1 version 2 ", out)  # update_slide
+    assert re.search(r"SlideRewritten +deck 1 version 3 ", out)  # the regeneration
+    deck = section(out, "deck 1: 'Heat pumps in cold climates' (3 versions)")
+    assert "version 3: SlideRewritten, 6 slides" in deck
+    assert "Efficiency falls with the cold, yet beats resistive heat" in deck
+    written = data_dir / "demo-slides" / "deck-1"
+    assert (written / "deck.pptx").stat().st_size > 10_000
+    if shutil.which("soffice"):
+        assert sorted(p.name for p in written.glob("slide-*.png")) == [
+            f"slide-{i}.png" for i in range(1, 7)
+        ]
+        assert (written / "deck.pdf").read_bytes().startswith(b"%PDF")
+    assert "reproduced identically" in section(out, "replay")
