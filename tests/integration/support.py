@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import nats
 from nats.js.errors import NotFoundError
@@ -41,3 +42,10 @@ async def eventually(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(0.05)
+
+
+def started_work(workdir: Path) -> bool:
+    """The slow tool has written its line (the file exists a moment before: a kill then
+    would leave it empty, as if the tool had never run)."""
+    log = workdir / "slow_work.log"
+    return log.exists() and log.read_text().strip() != ""

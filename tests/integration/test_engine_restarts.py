@@ -13,6 +13,7 @@ from uuid import UUID, uuid4
 import pytest
 
 from adapters.container import Container
+from tests.integration.support import started_work
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -67,7 +68,7 @@ async def test_a_run_killed_while_a_tool_runs_finishes_after_restart_without_rer
 ) -> None:
     sid = new_session(container, tmp_path, "do the slow work")
     first = engine(container, database_url, nats_url, tmp_path, "start", sid)
-    await until(lambda: (tmp_path / "slow_work.log").exists(), "the tool to start")
+    await until(lambda: started_work(tmp_path), "the tool to start")
     first.send_signal(signal.SIGKILL)
     first.wait()
     assert kinds(container, sid)[-1] == "ToolCallRequested"

@@ -18,6 +18,7 @@ from adapters.container import Container
 from adapters.nats.run_queue import RunQueue
 from domain.session import AgentSession as S
 from tests.integration.support import eventually
+from tests.integration.test_engine_restarts import started_work
 from tests.integration.worker_process import SLOW_ANSWER
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -94,9 +95,7 @@ async def test_a_worker_killed_mid_tool_hands_the_run_over_and_the_tool_is_not_r
     container: Container, queue: RunQueue, workers: list[subprocess.Popen[str]], tmp_path: Path
 ) -> None:
     sid = await ask(container, queue, "please do the slow work")
-    await eventually(
-        lambda: asyncio.sleep(0, (tmp_path / "slow_work.log").exists()), what="the tool to start"
-    )
+    await eventually(lambda: asyncio.sleep(0, started_work(tmp_path)), what="the tool to start")
     killed = kill_holder(container, sid, workers)
     await eventually(lambda: asyncio.sleep(0, ended(container, sid)), what="the run to end")
 
