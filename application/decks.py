@@ -98,10 +98,9 @@ class DeckEditor:
         name = f"{slug(title)}.pptx"
         at = log[-1].originator_version + 1 if log else 1  # the version it is recorded at
         deck = decks.created(number, title, template, fitted, at, name)
-        checked = decks.check_template(template)
 
         def record(s: AgentSession, file: File) -> None:
-            s.create_deck(number, deck.title, name, checked, list(deck.slides), file)
+            s.create_deck(number, deck.title, name, deck.template, list(deck.slides), file)
 
         pages = tuple(range(1, len(deck.slides) + 1))
         return await self._apply(session, [Step(deck, record)], pages)
