@@ -20,6 +20,10 @@ DeckEvent: TypeAlias = (
     D.DeckCreated | D.SlideAdded | D.SlideRewritten | D.SlideRemoved | D.SlidesReordered
     | D.TemplateChanged
 )  # fmt: skip
+DECK_EVENTS = (
+    D.DeckCreated, D.SlideAdded, D.SlideRewritten, D.SlideRemoved, D.SlidesReordered,
+    D.TemplateChanged,
+)  # fmt: skip
 
 
 @dataclass
@@ -33,8 +37,8 @@ class DeckHistory:
     def of(cls, events: Iterable[object]) -> DeckHistory:
         history = cls()
         for e in events:
-            if isinstance(e, D.DeckEvent):
-                history.apply(e)  # type: ignore[arg-type]  # DeckEvent's subclasses
+            if isinstance(e, DECK_EVENTS):
+                history.apply(e)
         return history
 
     def apply(self, e: DeckEvent) -> None:

@@ -154,8 +154,7 @@ async def _regeneration(
             row.session_id, row.artifact_id, data.page_index, data.instructions
         )
     except (DomainError, LLMError, BudgetExceeded) as e:
-        code = getattr(e, "code", None) or type(e).__name__
-        failed = RegenerationFailed(detail=str(e), error_code=code, artifact_id=row.artifact_id)
+        failed = RegenerationFailed(detail=str(e), error_code=e.code, artifact_id=row.artifact_id)
         yield ServerSentEventMessage(data=msgspec.json.encode(failed).decode(), event="error")
         return
     for event in made.receipt.events:

@@ -19,8 +19,8 @@ from pptx.enum.chart import XL_CHART_TYPE, XL_LABEL_POSITION, XL_LEGEND_POSITION
 from pptx.shapes.graphfrm import GraphicFrame
 from pptx.slide import Slide as PptxSlide
 from pptx.util import Pt
-from xlsxwriter import Workbook  # type: ignore[import-untyped]
-from xlsxwriter.worksheet import Worksheet  # type: ignore[import-untyped]
+from xlsxwriter import Workbook
+from xlsxwriter.worksheet import Worksheet
 
 from adapters.slides.package import FIXED_TIME
 from adapters.slides.styles import Style

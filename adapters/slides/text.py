@@ -39,7 +39,7 @@ class Look:
 
 def rgb(color: str) -> RGBColor:
     """The colour `color` ("RRGGBB")."""
-    return RGBColor.from_string(color)  # type: ignore[no-untyped-call, no-any-return]
+    return RGBColor.from_string(color)  # type: ignore[no-any-return]
 
 
 def emu(inches: float) -> Emu:
@@ -72,7 +72,7 @@ def write(frame: TextFrame, paras: Sequence[Para], size: int, look: Look) -> Non
     frame.margin_left = frame.margin_right = emu(INSET_X_IN)
     frame.margin_top = frame.margin_bottom = emu(INSET_Y_IN)
     for index, para in enumerate(paras):
-        paragraph = frame.paragraphs[0] if index == 0 else frame.add_paragraph()  # type: ignore[no-untyped-call]
+        paragraph = frame.paragraphs[0] if index == 0 else frame.add_paragraph()
         paragraph.alignment = PP_ALIGN.LEFT
         paragraph.line_spacing = Pt(LINE_HEIGHT_EM * size)
         if index:
