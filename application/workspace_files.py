@@ -26,10 +26,10 @@ from eventsourcing.persistence import IntegrityError
 
 from application.bridge import SyncBridge
 from application.ports import BlobStore
+from domain.authors import Author
 from domain.errors import Conflict
 from domain.workspace_files import (
     DEFAULT_MEDIA_TYPE,
-    Author,
     FileNotFound,
     FileTooLarge,
     WorkspaceFile,

@@ -22,6 +22,7 @@ from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
+from domain.authors import Author, ByAgent, ByUser
 from domain.errors import Conflict, DomainError, InvalidCommand, NotFound
 
 MAX_PATH_BYTES = 1024  # UTF-8 bytes of a whole path
@@ -145,23 +146,6 @@ def check_media_type(media_type: str | None) -> str | None:
     if len(value) > MAX_MEDIA_TYPE or not _MEDIA_TYPE.fullmatch(value):
         return None
     return value
-
-
-@dataclass(frozen=True)
-class ByUser:
-    """A user of the workspace did it (through the API)."""
-
-    user_id: UUID
-
-
-@dataclass(frozen=True)
-class ByAgent:
-    """The agent of a session did it (with a tool)."""
-
-    session_id: UUID
-
-
-Author = ByUser | ByAgent
 
 
 @dataclass(frozen=True)
@@ -331,15 +315,6 @@ class WorkspaceFolder(Aggregate):
         self, file_id: UUID, path: str, user_id: UUID | None, session_id: UUID | None
     ) -> None:
         del self.files[path]
-
-
-def author_of(user_id: UUID | None, session_id: UUID | None) -> Author:
-    """Who did what an event records (a user, else the agent of a session)."""
-    if user_id is not None:
-        return ByUser(user_id)
-    if session_id is not None:
-        return ByAgent(session_id)
-    raise ValueError("an event of a workspace file names a user or a session")
 
 
 WorkspaceFolderEvent = (

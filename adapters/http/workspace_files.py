@@ -39,7 +39,8 @@ from adapters.http.errors import ApiError, error_response
 from adapters.http.read_your_writes import ViewWaiter
 from application.bridge import SyncBridge
 from application.workspace_files import WorkspaceFiles
-from domain.workspace_files import Author, ByAgent, ByUser, WorkspaceFile
+from domain.authors import Author, ByAgent, ByUser
+from domain.workspace_files import WorkspaceFile
 from projections.workspace_files import FileRow, WorkspaceFilesView
 from schemas.workspace_files import FileAuthor, WorkspaceFileOut, WorkspaceFilePage
 

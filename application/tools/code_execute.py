@@ -31,9 +31,9 @@ from application.ports import (
 )
 from application.tools.base import Tool, ToolContext
 from application.workspace_files import WorkspaceFiles
+from domain.authors import ByAgent
 from domain.errors import DomainError
 from domain.values import ArtifactKind
-from domain.workspace_files import ByAgent
 
 # No .pyc files written; no user site. Not -I: the work directory stays importable, so
 # code can import the helper modules it wrote there.

@@ -28,10 +28,9 @@ from application.ports import BlobNotFound, ToolExecutionError
 from application.tools.base import AnyTool, Tool, ToolContext
 from application.tools.parts import MAX_LENGTH, Length, part_end
 from application.workspace_files import WorkspaceFiles
+from domain.authors import ByAgent, ByUser
 from domain.errors import DomainError
 from domain.workspace_files import (
-    ByAgent,
-    ByUser,
     FileNotFound,
     FileTooLarge,
     InvalidPath,

@@ -12,8 +12,9 @@ import pytest
 from reportlab.pdfgen import canvas
 
 from application.attachments import UnsupportedAttachment, attach
+from domain.authors import ByUser
 from domain.conversation import message_text
-from domain.workspace_files import ByUser, FileNotFound
+from domain.workspace_files import FileNotFound
 from tests.fakes.engine import make_engine, scripted
 from tests.unit.test_replay_and_fork import replay_of
 

@@ -16,8 +16,8 @@ import pytest
 
 from adapters.http.sse import payloads
 from application.tools.code_execute import CodeExecute
+from domain.authors import ByUser
 from domain.session import AgentSession as S
-from domain.workspace_files import ByUser
 from sandbox.bubblewrap import BubblewrapSandbox
 from schemas import sse
 from schemas.sandbox import SandboxLimits
