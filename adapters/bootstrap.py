@@ -61,6 +61,9 @@ from application.budget_guard import BudgetEnforcer, BudgetGuard
 from application.context_snapshots import InMemoryContextSnapshots
 from application.decks import DeckEditor
 from application.manual_tools import ManualTools
+from application.memories import Memories
+from application.memory_access import MemoryAccess
+from application.memory_recall import AutoMemory, MemoryRecall, RunMemory
 from application.ports import (
     LLM,
     BlobStore,
@@ -84,6 +87,7 @@ from application.tools.base import AnyTool
 from application.tools.code_execute import CodeExecute
 from application.tools.create_doc import CreateDoc
 from application.tools.files import file_tools
+from application.tools.memory import memory_tools
 from application.tools.notes import NoteProgress, RecordFinding, UpdatePlan
 from application.tools.read_source import ReadSource
 from application.tools.read_url import ReadUrl
@@ -187,12 +191,14 @@ def bootstrap_engine(
     files: WorkspaceFiles | None = None,
     snapshots: ContextSnapshots | None = None,
     run_locks: RunLocks | None = None,
+    memories: Memories | None = None,
 ) -> Engine:
     """The engine alone, on `sessions` (default: a new in-memory event store).
 
     Deltas default to nowhere; a bridge built here is the caller's to close
     (`engine.bridge.close()`). Without `files` the built-in file tools answer that
-    workspace files are not configured.
+    workspace files are not configured. Without `memories` a run recalls nothing and
+    keeps nothing, and the memory tools answer that memory is not configured.
     """
     sessions = sessions or in_memory_sessions()
     bridge = bridge or SyncBridge(4)
@@ -212,6 +218,7 @@ def bootstrap_engine(
         budgets=budgets,
         skills=skills if skills is not None else build_skills(settings),
         snapshots=snapshots if snapshots is not None else InMemoryContextSnapshots(),
+        memory=RunMemory(MemoryRecall(memories), AutoMemory(memories)) if memories else None,
     )
     manual = ManualTools(runner.tool_calls, sessions, bridge)
     scheduler = RunScheduler(runner, sessions, bridge, manual, locks=run_locks)
@@ -279,10 +286,17 @@ def build_llm(settings: Settings) -> LLM:
         return UnconfiguredLLM()
 
 
-def build_tools(settings: Settings, *, files: WorkspaceFiles | None = None) -> list[AnyTool]:
+def build_tools(
+    settings: Settings,
+    *,
+    files: WorkspaceFiles | None = None,
+    memories: Memories | None = None,
+    memory_access: MemoryAccess | None = None,
+) -> list[AnyTool]:
     """The built-in tools, their ports injected (a tool that needs a client gets it here).
 
-    Without `files` the file tools are there but answer that files are not configured."""
+    Without `files` the file tools are there but answer that files are not configured;
+    likewise the memory tools without `memories`."""
     search = build_web_search(settings.tavily_api_key, settings.tavily_url)
     reader = HttpPageReader(AllowList.parse(settings.fetch_allow))
     skills = build_skills(settings)
@@ -297,6 +311,7 @@ def build_tools(settings: Settings, *, files: WorkspaceFiles | None = None) -> l
         ActivateSkill(skills), ReadSkillFile(skills), CreateDoc(ReportLabDocumentRenderer()),
         *file_tools(files), code, RunSkillScript(sandbox, skills, limits=limits),
         *deck_tools(DeckEditor(PptxRenderer())),
+        *memory_tools(memories, memory_access, memories.bridge if memories else None),
     ]  # fmt: skip
 
 

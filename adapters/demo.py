@@ -93,6 +93,8 @@ def _details(e: SessionEvent) -> str:
             return f"[{number}] via {via}: {_short(title, 40)} {url}"
         case S.SkillActivated(name=name, skill_version=version, by=by, score=score):
             return f"{name} {version} by {by} (score {score:g})"
+        case S.MemoriesRecalled(memories=memories):
+            return "; ".join(f"{m.category}: {_short(m.text, 40)}" for m in memories)
         case S.ArtifactCreated(kind=kind, name=name, size=size, media_type=media_type):
             return f"{kind} {name} ({size} bytes, {media_type})"
         case S.DeckCreated(deck=deck, title=title, slides=slides, template=template):

@@ -271,6 +271,12 @@ class Embedder(Protocol):
     """Text to vectors of one fixed dimension, comparable by cosine similarity."""
 
     @property
+    def model(self) -> str:
+        """Names the model and its dimension (`wordllama-l2_supercat-256`): vectors of two
+        models are never compared, so stored vectors carry it."""
+        ...
+
+    @property
     def dimension(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
@@ -293,4 +299,47 @@ class SlideRenderer(Protocol):
 
     def render(self, deck: Deck, images: Mapping[str, bytes]) -> bytes:
         """`images`: the bytes of each slide's image, by its ref."""
+        ...
+
+
+# -- long-term memory ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryHit:
+    """A memory a search found, with its fused score (higher is better)."""
+
+    memory_id: UUID
+    namespace: str  # "user:<id>" | "workspace:<id>" | "team:<id>"
+    category: str
+    text: str
+    score: float  # reciprocal rank fusion of the vector and full-text ranks
+    similarity: float | None  # cosine similarity to the query, if the vector search found it
+    source_session_id: UUID | None
+    source_version: int | None
+    source_document: str | None
+
+
+class MemoryIndex(Protocol):
+    """The searchable read model of memories (blocking: called through the bridge)."""
+
+    def search(
+        self,
+        query: str,
+        namespaces: Sequence[str],
+        *,
+        k: int,
+        categories: Sequence[str] | None = None,
+    ) -> list[MemoryHit]:
+        """The best `k` unexpired memories of these namespaces for `query`: vector
+        similarity and full-text rank fused by reciprocal rank fusion."""
+        ...
+
+    def nearest(self, namespace: str, text: str) -> tuple[UUID, float] | None:
+        """The unexpired memory of `namespace` closest in meaning to `text`, with its
+        cosine similarity (to catch near duplicates), or None if it holds none."""
+        ...
+
+    def wait_for(self, notification_id: int, timeout: float) -> bool:
+        """Until the index has applied the event at `notification_id`; False on timeout."""
         ...

@@ -18,6 +18,7 @@ from uuid import UUID
 
 from application.budget_guard import Unprojected
 from application.manual_tools import ManualTools
+from application.memory_recall import RecordedRecall, RunMemory
 from application.ports import LLM, BlobStore, LLMError
 from application.run_state import RunState
 from application.runner import AgentRunner
@@ -221,6 +222,8 @@ async def replay(stored: Sequence[SessionEvent], *, engine: ReplayEngine) -> Rep
     target.events.put(list(stored[: _given(stored)]))
     target.before_change = _claims_of(stored)
     runner.tool_calls = ReplayToolCalls(runner.tools, runner.tool_calls.blobs, stored)
+    # Recalled as recorded, and nothing kept: the memories live outside the session.
+    runner.memory = RunMemory(RecordedRecall(stored), None)
     try:
         while position() < len(stored):
             before = position()
@@ -337,7 +340,7 @@ def _apply_input(
             | S.FindingRecorded() | S.ProgressNoted() | S.StrikeRecorded()
             | S.RebootRequested() | S.ContextCompacted() | S.ArtifactCreated() | D.DeckEvent()
             | S.RunCompleted() | S.RunFailed() | S.RunStopped() | S.BudgetThresholdReached()
-            | S.SourceRecorded() | S.SkillActivated()
+            | S.SourceRecorded() | S.SkillActivated() | S.MemoriesRecalled()
         ):  # fmt: skip
             pass  # the engine's own output: it must produce these by itself
         case _:

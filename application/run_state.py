@@ -81,11 +81,22 @@ class RunState:
         return self.log
 
     async def last_user_message(self) -> str:
+        message = await self.last_user_event()
+        return message.text if message is not None else ""
+
+    async def last_user_event(self) -> S.UserMessageAppended | None:
         for log in (self.log, await self.full_log()):
             for e in reversed(log):
                 if isinstance(e, S.UserMessageAppended):
-                    return e.text
-        return ""
+                    return e
+        return None
+
+    def this_run(self) -> list[SessionEvent]:
+        """The events this run recorded, as far as the log read holds them."""
+        for i, e in enumerate(self.log):
+            if isinstance(e, S.RunStarted) and e.run_id == self.run_id:
+                return self.log[i:]
+        return []
 
     async def record(
         self, command: Callable[P, Receipt], *args: P.args, **kwargs: P.kwargs

@@ -20,6 +20,7 @@ from uuid import UUID
 
 from application.bridge import SyncBridge
 from application.budget_guard import BudgetGuard, NoBudgets
+from application.memory_recall import RunMemory
 from application.ports import (
     LLM,
     BlobStore,
@@ -111,6 +112,7 @@ class AgentRunner:
         settings: EngineSettings | None = None,
         worker: str | None = None,
         snapshots: ContextSnapshots | None = None,
+        memory: RunMemory | None = None,
     ) -> None:
         self.sessions = sessions
         self.bridge = bridge
@@ -126,10 +128,19 @@ class AgentRunner:
         # Asked when built, not at import: a forked process has a pid of its own.
         self.worker = worker or this_worker()
         self.snapshots = snapshots
+        self.memory = memory
 
     async def run(self, session_id: UUID, run_id: UUID, *, recovering: bool = False) -> RunEnd:
         """Run until the run ends or waits for a human; say which."""
         state = self.state_of(session_id, run_id)
+        end = await self._run(state, session_id, run_id, recovering)
+        if end != "not_active" and self.memory is not None:
+            await self.memory.at_end(state)
+        return end
+
+    async def _run(
+        self, state: RunState, session_id: UUID, run_id: UUID, recovering: bool
+    ) -> RunEnd:
         await state.load()
         state.follow(ContextBuilder(self.frame(state.settings), self.counter.count))
         session = await self.bridge(self.sessions.get_session, session_id)
@@ -141,6 +152,8 @@ class AgentRunner:
         if not state.has_started():
             await state.record(self.sessions.start_run, session_id, run_id, self.worker)
             await self._match_skill(state)
+            if self.memory is not None:
+                await self.memory.at_start(state, self.sessions)
         if await self.tool_calls.work_through(state, recovering=recovering) == "suspended":
             return "suspended"
         while True:

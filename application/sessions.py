@@ -26,6 +26,7 @@ from domain.values import (
     CitedSource,
     ModelCallCost,
     PlanItem,
+    RecalledMemory,
     RiskLevel,
     SessionSettings,
     SkillActivation,
@@ -323,6 +324,12 @@ class SessionService(Application[UUID]):
     ) -> Receipt:
         """A skill takes over the session (its instructions join the conversation)."""
         return self._change(session_id, lambda s: s.activate_skill(skill, score, by))
+
+    def recall_memories(
+        self, session_id: UUID, run_id: UUID, query: str, memories: list[RecalledMemory]
+    ) -> Receipt:
+        """Memories recalled at a run's start join the conversation."""
+        return self._change(session_id, lambda s: s.recall_memories(run_id, query, memories))
 
     def record_sources(self, session_id: UUID, tool_use_id: str, seen: list[SourceSeen]) -> Receipt:
         """Number the pages a tool call saw (see `AgentSession.record_sources`)."""

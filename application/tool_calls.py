@@ -273,9 +273,11 @@ class ToolCalls:
         tool, args = self.tools.parse(name, raw_args)
         notes = _HeldNotes(state, self.blobs, tool_use_id)
         ledger = state.ledger
+        requested = ledger.requested.get(tool_use_id)
         context = ToolContext(
-            state.session_id, tool_use_id, notes, ledger.workspace_id, ledger.owner_id
-        )
+            state.session_id, tool_use_id, notes, ledger.workspace_id, ledger.owner_id,
+            ledger.memory_scope, requested.originator_version if requested else None,
+        )  # fmt: skip
         performed = await self._run(tool, args, context)
         return replace(performed, notes=tuple(notes.held))
 

@@ -12,6 +12,7 @@ from domain.values import (
     Citation,
     CitedSource,
     PlanItem,
+    RecalledMemory,
     RunArtifact,
     SessionSettings,
 )
@@ -48,3 +49,4 @@ def register_value_objects(transcoder: JSONTranscoder) -> None:
     transcoder.register(AsJson(RunArtifact, "run_artifact"))
     transcoder.register(AsJson(AttachedFile, "attached_file"))
     transcoder.register(AsJson(Slide, "slide"))
+    transcoder.register(AsJson(RecalledMemory, "recalled_memory"))

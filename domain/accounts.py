@@ -16,6 +16,7 @@ from eventsourcing.domain import Aggregate, event
 from domain.account_errors import AlreadyMember, TokenReused, TokenRevoked
 from domain.budgets import BUDGET_EVENT_CLASSES, BudgetEvent
 from domain.errors import InvalidCommand
+from domain.memories import MEMORY_EVENT_CLASSES, MemoryEvent
 from domain.workspace_files import WORKSPACE_FOLDER_EVENT_CLASSES, WorkspaceFolderEvent
 
 Role = Literal["owner", "admin", "member", "viewer"]
@@ -284,11 +285,19 @@ TokenFamilyEvent = (
     | TokenFamily.RefreshTokenRotated
     | TokenFamily.TokenFamilyRevoked
 )
-AccountEvent = UserEvent | OrganizationEvent | TokenFamilyEvent | BudgetEvent | WorkspaceFolderEvent
+AccountEvent = (
+    UserEvent
+    | OrganizationEvent
+    | TokenFamilyEvent
+    | BudgetEvent
+    | WorkspaceFolderEvent
+    | MemoryEvent
+)
 ACCOUNT_EVENT_CLASSES: tuple[type[AccountEvent], ...] = (
     *UserEvent.__args__,
     *OrganizationEvent.__args__,
     *TokenFamilyEvent.__args__,
     *BUDGET_EVENT_CLASSES,
     *WORKSPACE_FOLDER_EVENT_CLASSES,
+    *MEMORY_EVENT_CLASSES,
 )

@@ -34,7 +34,7 @@ from domain.policies import STRIKE_NOTICE
 from domain.session import AgentSession as S
 from domain.session_decks import DeckLog as D
 from domain.sources import NumberedSource, add_source
-from domain.values import PLAN_MARKS, PlanItem, StoredBlock, model_citations
+from domain.values import PLAN_MARKS, PlanItem, RecalledMemory, StoredBlock, model_citations
 
 MANUAL_PREFIX = "manual_"  # tool calls a person made by hand, outside any model turn
 
@@ -284,6 +284,8 @@ def _turn_of(e: SessionEvent) -> tuple[Role, list[ContentBlock]] | None:
         case S.SkillActivated(by=by):
             # Activated by the model's own `activate_skill` call: its result carries them.
             return None if by == "tool" else ("user", [skill_instructions(e)])
+        case S.MemoriesRecalled(memories=memories):
+            return ("user", [recalled_memories(memories)]) if memories else None
         case S.SlideRewritten(tool_use_id=None, deck=deck, index=index, slide=slide):
             # The user had a slide regenerated: the model sees the slide as it is now.
             shown = json.dumps(slide.to_json(), ensure_ascii=False)
@@ -310,6 +312,15 @@ def _turn_of(e: SessionEvent) -> tuple[Role, list[ContentBlock]] | None:
 def skill_instructions(e: S.SkillActivated) -> TextBlock:
     """A skill's instructions as the conversation carries them (Level 2)."""
     return TextBlock(f"[Skill activated: {e.name}]\n\n{e.instructions}")
+
+
+def recalled_memories(memories: Sequence[RecalledMemory]) -> TextBlock:
+    """Memories recalled at a run's start, as the conversation carries them."""
+    lines = "\n".join(f"- ({m.category}, {m.namespace.split(':')[0]}) {m.text}" for m in memories)
+    return TextBlock(
+        "[Long-term memory: what earlier sessions learned that may bear on this message. "
+        "Use it if it helps; say so if it is out of date.]\n" + lines
+    )
 
 
 REBOOT_PROMPT = (

@@ -29,6 +29,7 @@ SessionEvent: TypeAlias = (
     | S.BudgetThresholdReached
     | S.SourceRecorded
     | S.SkillActivated
+    | S.MemoriesRecalled
     | S.ArtifactCreated
     | S.DeckCreated
     | S.SlideAdded

@@ -13,6 +13,7 @@ from typing import assert_never
 from uuid import UUID
 
 from domain.events import SessionEvent
+from domain.memories import MemoryScope
 from domain.policies import error_signature
 from domain.session import AgentSession as S
 from domain.session_decks import DeckLog as D
@@ -86,6 +87,7 @@ class Ledger:
                 add_source(self.sources, e)
             case (
                 S.UserMessageAppended() | S.FindingRecorded() | S.ProgressNoted()
+                | S.MemoriesRecalled()
                 | S.ContextCompacted() | S.BudgetThresholdReached()
                 | S.ArtifactCreated() | D.DeckEvent()
                 | S.RunRequested()
@@ -95,6 +97,14 @@ class Ledger:
                 pass  # nothing the loop asks about
             case _:
                 assert_never(e)
+
+    @property
+    def memory_scope(self) -> MemoryScope | None:
+        """Whose memories the session's agent uses, once its start is applied."""
+        start = self.started
+        if start is None:
+            return None
+        return MemoryScope(start.owner_id, start.workspace_id, start.organization_id, start.team_id)
 
     def live(self) -> Ledger:
         """The same answers for every call still in question (those of each run's last

@@ -36,6 +36,7 @@ from domain.values import (
     CitedSource,
     ModelCallCost,
     PlanItem,
+    RecalledMemory,
     RiskLevel,
     RunArtifact,
     SessionSettings,
@@ -305,6 +306,14 @@ class AgentSession(DeckLog):
         allowed_tools: list[str] | None
         max_iterations: int | None
         timeout: int | None  # seconds from activation
+
+    class MemoriesRecalled(Aggregate.Event):
+        """Long-term memories recalled for the user's message at a run's start: they join
+        the conversation here (never the system prompt, so the cached prefix stays)."""
+
+        run_id: UUID
+        query: str
+        memories: list[RecalledMemory]
 
     class ArtifactCreated(Aggregate.Event):
         kind: ArtifactKind
@@ -687,6 +696,14 @@ class AgentSession(DeckLog):
             None if skill.allowed_tools is None else list(skill.allowed_tools),
             skill.max_iterations, skill.timeout,
         )  # fmt: skip
+
+    def recall_memories(self, run_id: UUID, query: str, memories: list[RecalledMemory]) -> None:
+        self._check_open()
+        self._memories_recalled(run_id, query, memories)
+
+    @event(MemoriesRecalled)
+    def _memories_recalled(self, run_id: UUID, query: str, memories: list[RecalledMemory]) -> None:
+        pass
 
     @event(SkillActivated)
     def _skill_activated(

@@ -350,3 +350,38 @@ def check_title(title: str) -> str:
     if not title or len(title) > MAX_TITLE_CHARS:
         raise InvalidCommand(f"title must be 1 to {MAX_TITLE_CHARS} characters")
     return title
+
+
+@dataclass(frozen=True)
+class RecalledMemory:
+    """A long-term memory as a run recalled it: enough to show it to the model and to
+    point back to the memory and where it came from."""
+
+    memory_id: UUID
+    namespace: str  # "user:<id>" | "workspace:<id>" | "team:<id>"
+    category: str
+    text: str
+    score: float
+    source_session_id: UUID | None = None
+    source_version: int | None = None
+
+    @classmethod
+    def of(cls, raw: object) -> RecalledMemory:
+        if not isinstance(raw, dict):
+            raise InvalidCommand("a recalled memory must be an object")
+        session, version = raw.get("source_session_id"), raw.get("source_version")
+        return cls(
+            UUID(str(raw["memory_id"])), str(raw["namespace"]), str(raw["category"]),
+            str(raw["text"]), float(raw["score"]),
+            None if session is None else UUID(str(session)),
+            None if version is None else int(version),
+        )  # fmt: skip
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "memory_id": str(self.memory_id), "namespace": self.namespace,
+            "category": self.category, "text": self.text, "score": self.score,
+            "source_session_id": None if self.source_session_id is None
+            else str(self.source_session_id),
+            "source_version": self.source_version,
+        }  # fmt: skip

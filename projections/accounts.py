@@ -26,6 +26,7 @@ from domain.accounts import (
     check_role,
 )
 from domain.budgets import Budget
+from domain.memories import MemoryNamespace
 from domain.workspace_files import WorkspaceFolder
 from projections.view import Event, View
 
@@ -154,6 +155,13 @@ class AccountsView(View):
                 | WorkspaceFolder.FileDeleted()
             ):
                 pass  # so have workspace files
+            case (
+                MemoryNamespace.NamespaceCreated()
+                | MemoryNamespace.MemoryRemembered()
+                | MemoryNamespace.MemoryUpdated()
+                | MemoryNamespace.MemoryForgotten()
+            ):
+                pass  # and memories
             case _:
                 assert_never(event)
 

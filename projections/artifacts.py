@@ -129,6 +129,7 @@ class ArtifactsView(SessionView):
                 | S.PlanUpdated() | S.FindingRecorded() | S.ProgressNoted() | S.StrikeRecorded()
                 | S.RebootRequested() | S.ContextCompacted() | S.BudgetThresholdReached()
                 | S.SourceRecorded() | S.SkillActivated() | S.RunRequested() | S.RunStarted()
+                | S.MemoriesRecalled()
                 | S.RunCompleted() | S.RunFailed() | S.RunStopped() | S.SessionRenamed()
                 | S.SessionCompleted() | S.SessionArchived()
             ):  # fmt: skip

@@ -95,7 +95,7 @@ class ConfirmationsView(SessionView):
                 | S.ToolCallRequested() | S.PlanUpdated() | S.FindingRecorded()
                 | S.ProgressNoted() | S.StrikeRecorded() | S.RebootRequested()
                 | S.ContextCompacted() | S.BudgetThresholdReached() | S.SourceRecorded()
-                | S.SkillActivated()
+                | S.SkillActivated() | S.MemoriesRecalled()
                 | S.ArtifactCreated() | D.DeckEvent()
                 | S.RunRequested()
                 | S.RunStarted() | S.RunCompleted() | S.RunFailed() | S.RunStopped()

@@ -195,6 +195,7 @@ def _changes(e: SessionEvent) -> Change:
             S.SessionStarted() | S.PlanUpdated() | S.FindingRecorded() | S.ProgressNoted()
             | S.StrikeRecorded() | S.RebootRequested() | S.ContextCompacted()
             | S.BudgetThresholdReached() | S.SourceRecorded() | S.SkillActivated()
+            | S.MemoriesRecalled()
             | S.ArtifactCreated() | D.DeckEvent()
         ):  # fmt: skip
             return NOTHING

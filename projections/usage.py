@@ -122,7 +122,7 @@ class UsageView(SessionView):
                 | S.ConfirmationRequested() | S.ConfirmationGiven() | S.PlanUpdated()
                 | S.FindingRecorded() | S.ProgressNoted() | S.StrikeRecorded()
                 | S.RebootRequested() | S.BudgetThresholdReached() | S.SourceRecorded()
-                | S.SkillActivated()
+                | S.SkillActivated() | S.MemoriesRecalled()
                 | S.ArtifactCreated() | S.DeckCreated() | S.SlideAdded() | S.SlideRemoved()
                 | S.SlidesReordered() | S.TemplateChanged()
                 | S.RunStarted() | S.RunCompleted() | S.RunFailed() | S.RunStopped()

@@ -78,6 +78,7 @@ class WorkingMemoryView(SessionView):
                 S.UserMessageAppended() | S.AssistantTurnRecorded() | S.ConfirmationRequested()
                 | S.ConfirmationGiven() | S.RebootRequested() | S.ContextCompacted()
                 | S.BudgetThresholdReached() | S.SourceRecorded() | S.SkillActivated()
+                | S.MemoriesRecalled()
                 | S.ArtifactCreated() | D.DeckEvent() | S.RunRequested() | S.SessionCompleted()
                 | S.SessionArchived()
             ):  # fmt: skip

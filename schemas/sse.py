@@ -271,6 +271,24 @@ class SkillActivated(Stored, tag="skill_activated", frozen=True):
     skill_version: str = ""
 
 
+class RecalledMemory(msgspec.Struct, frozen=True, kw_only=True):
+    id: UUID  # `GET /api/v1/memories/{id}`
+    namespace: str  # "user:<id>" | "workspace:<id>" | "team:<id>"
+    category: Literal["preference", "knowledge", "history"]
+    text: str
+    score: float
+    source_session_id: UUID | None = None
+    source_version: int | None = None
+
+
+class MemoriesRecalled(Stored, tag="memory_recalled", frozen=True):
+    """Long-term memories recalled for the user's message as a run started: the agent
+    sees them here in its conversation."""
+
+    run_id: UUID
+    memories: list[RecalledMemory]
+
+
 DeckChange = Literal[
     "created", "slide_added", "slide_rewritten", "slide_removed", "slides_reordered",
     "template_changed",
@@ -310,6 +328,7 @@ SsePayload: TypeAlias = (
     | Notice
     | Source
     | SkillActivated
+    | MemoriesRecalled
     | Artifact
 )
 

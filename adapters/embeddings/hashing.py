@@ -27,6 +27,10 @@ class HashingEmbedder:
         self._dimension = dimension
 
     @property
+    def model(self) -> str:
+        return f"hashing-{self._dimension}"
+
+    @property
     def dimension(self) -> int:
         return self._dimension
 

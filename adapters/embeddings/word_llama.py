@@ -54,6 +54,10 @@ class WordLlamaEmbedder:
         return cls(model, dimension=dimension)
 
     @property
+    def model(self) -> str:
+        return f"wordllama-l2_supercat-{self._dimension}"
+
+    @property
     def dimension(self) -> int:
         return self._dimension
 

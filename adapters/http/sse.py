@@ -81,6 +81,21 @@ def payloads(e: SessionEvent) -> list[sse.SsePayload]:
                     score=score, by=by, skill_version=skill_version,
                 )
             ]  # fmt: skip
+        case S.MemoriesRecalled(run_id=run_id, memories=memories):
+            recalled = [
+                sse.RecalledMemory(
+                    id=m.memory_id, namespace=m.namespace, category=m.category,  # type: ignore[arg-type]
+                    text=m.text, score=m.score, source_session_id=m.source_session_id,
+                    source_version=m.source_version,
+                )
+                for m in memories
+            ]  # fmt: skip
+            return [
+                sse.MemoriesRecalled(
+                    version=e.originator_version, timestamp=e.timestamp, run_id=run_id,
+                    memories=recalled,
+                )
+            ]  # fmt: skip
         case _:
             assert_never(e)
 

@@ -17,6 +17,7 @@ from uuid import UUID
 import msgspec
 
 from domain.conversation import ToolSpec
+from domain.memories import MemoryScope
 from domain.sources import NumberedSource
 from domain.values import ArtifactKind, ArtifactRef, Citation, PlanItem, SkillSpec, SourceSeen
 
@@ -81,6 +82,8 @@ class ToolContext:
     notes: SessionNotes
     workspace_id: UUID | None = None  # the session's workspace (its files live there)
     owner_id: UUID | None = None  # whom the session works for
+    memory: MemoryScope | None = None  # the namespaces its memory tools use
+    call_version: int | None = None  # the version of the call's `ToolCallRequested`
 
 
 @dataclass(frozen=True)

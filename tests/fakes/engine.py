@@ -9,13 +9,16 @@ from pathlib import Path
 from uuid import UUID, uuid4
 
 import msgspec
+from eventsourcing.application import Application
 
 from adapters.blobs.filesystem import FilesystemBlobStore
-from adapters.bootstrap import bootstrap_engine, build_tools, in_memory_files
+from adapters.bootstrap import IN_MEMORY, bootstrap_engine, build_tools, in_memory_files
+from adapters.embeddings import HashingEmbedder
 from adapters.llm.scripted import ScriptedLLM
 from adapters.llm.tokens import CharRatioTokenCounter
 from adapters.settings import Settings
 from application.bridge import SyncBridge
+from application.memories import Memories
 from application.ports import LLM, ToolExecutionError
 from application.runner import AgentRunner, EngineSettings
 from application.runs import RunScheduler
@@ -24,6 +27,7 @@ from application.tools.base import AnyTool, Tool, ToolContext
 from application.workspace_files import WorkspaceFiles
 from domain.conversation import TextDelta, ThinkingDelta
 from domain.values import SessionSettings
+from tests.fakes.memory_index import InMemoryMemoryIndex
 
 
 class InMemoryDeltaSink:
@@ -93,13 +97,21 @@ class Engine:
     search: FlakySearch
     bridge: SyncBridge
     files: WorkspaceFiles  # on an in-memory store of its own, and the engine's blobs
+    memories: Memories  # on an in-memory store of its own, searched by brute force
     started: list[UUID] = field(default_factory=list)
 
-    async def new_session(self, workspace_id: UUID | None = None, **settings: object) -> UUID:
+    async def new_session(
+        self,
+        workspace_id: UUID | None = None,
+        *,
+        owner_id: UUID | None = None,
+        team_id: UUID | None = None,
+        **settings: object,
+    ) -> UUID:
         receipt = await self.bridge(
             self.sessions.start_session,
-            workspace_id=workspace_id or uuid4(), owner_id=uuid4(), title="test",
-            settings=SessionSettings.of(settings),
+            workspace_id=workspace_id or uuid4(), owner_id=owner_id or uuid4(), title="test",
+            settings=SessionSettings.of(settings), team_id=team_id,
         )  # fmt: skip
         return receipt.session_id
 
@@ -119,17 +131,19 @@ def make_engine(
     extra_tools: list[AnyTool] | None = None,
     real_delete_file: bool = False,
     skills_dir: Path | None = None,
+    memories: Memories | None = None,
 ) -> Engine:
     """The engine as bootstrap wires it, on the in-memory store (or `sessions`), with the
     built-in tools (the file tools on in-memory workspace files) plus the fake
     `delete_file` and `search` (`real_delete_file`: the built-in one stays), and deltas
-    collected per session."""
+    collected per session. `memories`: another engine's, to share its long-term memory."""
     delete_file, search = DeleteFile(), FlakySearch()
     deltas = InMemoryDeltaSink()
     config = Settings(data_dir=tmp_path, skills_dir=skills_dir)  # blobs: tmp_path / "blobs"
     bridge, blobs = SyncBridge(4), FilesystemBlobStore(tmp_path / "blobs")
     files = in_memory_files(blobs, bridge, config)
-    builtin = build_tools(config, files=files)
+    memories = memories or in_memory_memories(bridge)
+    builtin = build_tools(config, files=files, memories=memories)
     fakes = [search] if real_delete_file else [delete_file, search]
     wired = bootstrap_engine(
         config,
@@ -142,11 +156,18 @@ def make_engine(
         counter=CharRatioTokenCounter(),
         deltas=deltas,
         engine_settings=settings or EngineSettings(),
+        memories=memories,
     )
     return Engine(
         wired.sessions, wired.runner, wired.scheduler, deltas, delete_file, search, wired.bridge,
-        files,
+        files, memories,
     )  # fmt: skip
+
+
+def in_memory_memories(bridge: SyncBridge) -> Memories:
+    """Long-term memory on a new in-memory store, searched with the hashing embedder."""
+    store = Application[UUID](env=IN_MEMORY)
+    return Memories(store, InMemoryMemoryIndex(store, HashingEmbedder()), bridge)
 
 
 def tools_with(*tools: AnyTool) -> list[AnyTool]:

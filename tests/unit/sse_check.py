@@ -29,6 +29,7 @@ from domain.values import (
     Citation,
     CitedSource,
     PlanItem,
+    RecalledMemory,
     SkillSpec,
     SourceSeen,
 )
@@ -66,6 +67,8 @@ def one_of_each() -> list[SessionEvent]:
     run = uuid4()
     app.request_run(sid, run)
     app.start_run(sid, run, "worker-1")
+    recalled = RecalledMemory(uuid4(), f"user:{uuid4()}", "preference", "Likes tables", 0.03)
+    app.recall_memories(sid, run, "hello", [recalled])
     app.record_assistant_turn(sid, run, _turn(), latency_ms=12)
     _tools_and_memory(app, sid)
     deck_changes(app, sid)

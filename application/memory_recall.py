@@ -1,0 +1,191 @@
+"""What a run recalls from long-term memory at its start, and what the agent learns
+without being asked to.
+
+At a run's start the user's message is the query: the best memories of the session
+owner's namespaces (their own, the workspace's, the team's) join the conversation as
+a block at that point, recorded as `MemoriesRecalled` so a replay sees the same block
+without searching (`RecordedRecall`). Only memories that share words with the message
+or come close enough in meaning are recalled: a search always ranks something first.
+
+Automatic memory (`AutoMemory`): a finding recorded with its sources becomes knowledge
+of the workspace, and a user's explicit "remember that ..." becomes their preference.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from typing import Protocol
+from uuid import UUID
+
+from application.memories import Memories
+from application.run_state import RunState
+from application.sessions import SessionService
+from domain.authors import ByAgent
+from domain.errors import DomainError
+from domain.memories import MAX_TEXT, MemoryScope, MemorySource, Namespace
+from domain.session import AgentSession as S
+from domain.values import RecalledMemory
+
+log = logging.getLogger(__name__)
+
+RECALL_K = 5
+MIN_SIMILARITY = 0.4  # a hit found only by its vector must come at least this close
+# "remember that ...", "please remember: ...", "记住 ..." at the start of a message.
+_REMEMBER = re.compile(
+    r"^\s*(?:please\s+)?remember(?:\s+that|\s*:)\s*(?P<en>.+)$"
+    r"|^\s*(?:请)?记住[:\uff1a,\uff0c]?\s*(?P<zh>.+)$",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+class Recall(Protocol):
+    """The memories to add at a run's start."""
+
+    async def at_run_start(
+        self, scope: MemoryScope, run_id: UUID, message: str
+    ) -> list[RecalledMemory]: ...
+
+
+class MemoryRecall:
+    """Recalls from the memory index."""
+
+    def __init__(
+        self, memories: Memories, *, k: int = RECALL_K, min_similarity: float = MIN_SIMILARITY
+    ) -> None:
+        self.memories = memories
+        self.k = k
+        self.min_similarity = min_similarity
+
+    async def at_run_start(
+        self, scope: MemoryScope, run_id: UUID, message: str
+    ) -> list[RecalledMemory]:
+        if not message.strip():
+            return []
+        hits = await self.memories.search(message, scope.namespaces, k=self.k)
+        return [
+            RecalledMemory(
+                h.memory_id,
+                h.namespace,
+                h.category,
+                h.text,
+                round(h.score, 6),
+                h.source_session_id,
+                h.source_version,
+            )
+            for h in hits
+            if h.similarity is None
+            or h.similarity >= self.min_similarity
+            or _shares_words(h.text, message)
+        ]
+
+
+class RecordedRecall:
+    """A replay's recall: what the recorded run recalled, found by its run id."""
+
+    def __init__(self, stored: Sequence[object]) -> None:
+        self._by_run = {e.run_id: e.memories for e in stored if isinstance(e, S.MemoriesRecalled)}
+
+    async def at_run_start(
+        self, scope: MemoryScope, run_id: UUID, message: str
+    ) -> list[RecalledMemory]:
+        return list(self._by_run.get(run_id, []))
+
+
+def remembered_request(message: str) -> str | None:
+    """What a user asked to be remembered ("remember that I prefer tables"), if they did."""
+    found = _REMEMBER.match(message)
+    if found is None:
+        return None
+    text = (found.group("en") or found.group("zh") or "").strip()
+    return text[:MAX_TEXT] if text else None
+
+
+class AutoMemory:
+    """Memories the agent keeps without a `remember` call."""
+
+    def __init__(self, memories: Memories) -> None:
+        self.memories = memories
+
+    async def user_asked(
+        self, scope: MemoryScope, session_id: UUID, version: int, message: str
+    ) -> None:
+        """A user's "remember that ..." becomes their preference."""
+        text = remembered_request(message)
+        if text is None:
+            return
+        await self._keep(
+            Namespace("user", scope.owner_id), None, text, "preference", session_id, version
+        )
+
+    async def finding(self, scope: MemoryScope, session_id: UUID, version: int, text: str) -> None:
+        """A finding recorded with sources becomes knowledge of the workspace."""
+        await self._keep(
+            Namespace("workspace", scope.workspace_id), scope.organization_id, text,
+            "knowledge", session_id, version,
+        )  # fmt: skip
+
+    async def _keep(
+        self,
+        namespace: Namespace,
+        organization_id: UUID | None,
+        text: str,
+        category: str,
+        session_id: UUID,
+        version: int,
+    ) -> None:
+        try:
+            await self.memories.remember(
+                namespace, text, category, ByAgent(session_id),
+                organization_id=organization_id, source=MemorySource(session_id, version),
+            )  # fmt: skip
+        except DomainError:
+            return  # too long or otherwise not a memory: the session keeps it anyway
+        except Exception:  # the session has it; the run must not fail for its memory
+            log.warning("could not keep a memory of session %s", session_id, exc_info=True)
+
+
+def _shares_words(text: str, message: str) -> bool:
+    words = {w for w in re.findall(r"\w{4,}", message.casefold())}
+    return any(w in words for w in re.findall(r"\w{4,}", text.casefold()))
+
+
+class RunMemory:
+    """Long-term memory around a run: recall at its start, keep what it learned at its end."""
+
+    def __init__(self, recall: Recall | None, auto: AutoMemory | None) -> None:
+        self.recall = recall
+        self.auto = auto
+
+    async def at_start(self, state: RunState, sessions: SessionService) -> None:
+        """Memories for the user's message join the conversation (recorded, so a replay
+        sees the same); a "remember that ..." in it is kept as the user's preference."""
+        scope = state.ledger.memory_scope
+        asked = await state.last_user_event()
+        if scope is None or asked is None or not asked.text.strip():
+            return
+        if self.recall is not None:
+            try:
+                memories = await self.recall.at_run_start(scope, state.run_id, asked.text)
+            except Exception:  # the run goes on without them; nothing is recorded
+                log.warning("recall at the start of run %s failed", state.run_id, exc_info=True)
+                memories = []
+            if memories:
+                await state.record(
+                    sessions.recall_memories, state.session_id, state.run_id, asked.text,
+                    memories,
+                )  # fmt: skip
+        if self.auto is not None:
+            await self.auto.user_asked(
+                scope, state.session_id, asked.originator_version, asked.text
+            )
+
+    async def at_end(self, state: RunState) -> None:
+        """Findings this run recorded with sources become the workspace's knowledge."""
+        scope = state.ledger.memory_scope
+        if self.auto is None or scope is None:
+            return
+        for e in state.this_run():
+            if isinstance(e, S.FindingRecorded) and e.citations:
+                await self.auto.finding(scope, state.session_id, e.originator_version, e.text)

@@ -1,0 +1,381 @@
+"""Long-term memory: what the agent learned and what a user prefers, kept by namespace.
+
+A namespace is whose memory it is: a user's own (`user:<id>`), a workspace's
+(`workspace:<id>`), or a team's shared knowledge base (`team:<id>`). Each namespace is
+one `MemoryNamespace` aggregate, whose id is derived from its name, so its events are
+the whole story of that memory: remembered, updated, forgotten, each with who did it
+(a user, or the agent of a session) and where the memory came from (a session and the
+version of the event it was learned at, or a document). Forgetting removes a memory
+from every read model; the event that forgot it stays in the log.
+
+Exact duplicates are caught here: remembering the text of a memory the namespace holds
+(ignoring case and spacing) updates that memory instead of adding one. Near duplicates
+are the application's to find (it asks the vector index).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Literal, get_args
+from uuid import UUID, uuid5
+
+from eventsourcing.domain import Aggregate, event
+
+from domain.authors import Author, ByAgent, ByUser, author_of
+from domain.errors import DomainError, NotFound
+
+MemoryCategory = Literal["preference", "knowledge", "history"]
+CATEGORIES: tuple[MemoryCategory, ...] = get_args(MemoryCategory)
+NamespaceKind = Literal["user", "workspace", "team"]
+NAMESPACE_KINDS: tuple[NamespaceKind, ...] = get_args(NamespaceKind)
+
+MAX_TEXT = 4000  # characters of one memory
+MAX_DOCUMENT = 2000  # characters of a document source's name or URL
+
+# Fixed forever: the id of every namespace's aggregate is derived from it.
+_MEMORY = UUID("2b0d8f5e-7c41-4a9e-9d3b-6a1e5f0c8b27")
+_SPACES = re.compile(r"\s+")
+
+
+class InvalidMemory(DomainError):
+    """Text, category, namespace or expiry that a memory cannot have (HTTP 422)."""
+
+    code = "INVALID_MEMORY"
+    http_status = 422
+
+
+class MemoryNotFound(NotFound):
+    """No such memory in the namespace (or the caller may not see it)."""
+
+    code = "MEMORY_NOT_FOUND"
+
+    def __init__(self, memory_id: UUID | str) -> None:
+        super().__init__(f"no memory {memory_id}")
+        self.memory_id = memory_id
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """Whose memory: a user's own, a workspace's, or a team's shared knowledge base."""
+
+    kind: NamespaceKind
+    scope_id: UUID  # the user, workspace or team
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.scope_id}"
+
+    @property
+    def aggregate_id(self) -> UUID:
+        return uuid5(_MEMORY, str(self))
+
+    @classmethod
+    def parse(cls, text: str) -> Namespace:
+        """`user:<uuid>`, `workspace:<uuid>` or `team:<uuid>`; `InvalidMemory` otherwise."""
+        kind, sep, scope = (text or "").strip().partition(":")
+        if not sep or kind not in NAMESPACE_KINDS:
+            raise InvalidMemory(
+                f"unknown namespace {text!r}: give user:<id>, workspace:<id> or team:<id>"
+            )
+        try:
+            scope_id = UUID(scope)
+        except ValueError:
+            raise InvalidMemory(f"namespace {text!r} does not end in an id") from None
+        return cls(kind, scope_id)
+
+
+@dataclass(frozen=True)
+class MemoryScope:
+    """The namespaces a session's agent uses: its owner's, its workspace's and its
+    team's (a session started before sessions named their team has none)."""
+
+    owner_id: UUID
+    workspace_id: UUID
+    organization_id: UUID | None
+    team_id: UUID | None
+
+    @property
+    def namespaces(self) -> list[Namespace]:
+        found = [Namespace("user", self.owner_id), Namespace("workspace", self.workspace_id)]
+        return found + ([Namespace("team", self.team_id)] if self.team_id else [])
+
+    def namespace(self, kind: str | None) -> Namespace:
+        """The scope's namespace of this kind (default: the owner's own)."""
+        for namespace in self.namespaces:
+            if namespace.kind == (kind or "user"):
+                return namespace
+        raise InvalidMemory(f"unknown namespace {kind!r}: choose user, workspace or team")
+
+
+def check_text(text: object) -> str:
+    """The memory's text, trimmed; `InvalidMemory` when empty or longer than `MAX_TEXT`."""
+    if not isinstance(text, str):
+        raise InvalidMemory("a memory's text must be a string")
+    trimmed = unicodedata.normalize("NFC", text).strip().replace("\x00", "")
+    if not trimmed:
+        raise InvalidMemory("a memory's text is empty: say what to remember")
+    if len(trimmed) > MAX_TEXT:
+        raise InvalidMemory(
+            f"a memory's text has {len(trimmed)} characters; the limit is {MAX_TEXT}: "
+            "keep one fact or preference per memory"
+        )
+    return trimmed
+
+
+def check_category(category: object) -> MemoryCategory:
+    if category not in CATEGORIES:
+        raise InvalidMemory(f"unknown category {category!r}: choose one of {', '.join(CATEGORIES)}")
+    return category
+
+
+def check_expiry(expires_at: datetime | None, now: datetime) -> datetime | None:
+    if expires_at is None:
+        return None
+    if expires_at.tzinfo is None:
+        raise InvalidMemory("an expiry needs a time zone (for example 2027-01-01T00:00:00Z)")
+    if expires_at <= now:
+        raise InvalidMemory("an expiry must be in the future")
+    return expires_at
+
+
+def same_text_key(text: str) -> str:
+    """What two texts share when they are the same memory: case and spacing aside."""
+    return _SPACES.sub(" ", text.casefold()).strip()
+
+
+@dataclass(frozen=True)
+class MemorySource:
+    """Where a memory came from: the event of a session it was learned at, a document,
+    or (both empty) what a user told the API directly."""
+
+    session_id: UUID | None = None
+    version: int | None = None  # of the session's event it came from
+    document: str | None = None  # a file path or URL
+
+    def __post_init__(self) -> None:
+        if (self.session_id is None) != (self.version is None):
+            raise InvalidMemory("a session source names both the session and its version")
+        if self.document is not None and len(self.document) > MAX_DOCUMENT:
+            raise InvalidMemory(f"a document source has at most {MAX_DOCUMENT} characters")
+
+
+@dataclass(frozen=True)
+class Memory:
+    """A memory as it is now."""
+
+    memory_id: UUID
+    namespace: Namespace
+    text: str
+    category: MemoryCategory
+    source: MemorySource
+    expires_at: datetime | None
+    created_at: datetime
+    created_by: Author
+    updated_at: datetime
+    updated_by: Author
+    revision: int  # 1 when remembered; each update adds one
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
+
+
+class MemoryNamespace(Aggregate):
+    """The memories of one namespace, by id."""
+
+    class NamespaceCreated(Aggregate.Created):
+        kind: str
+        scope_id: UUID
+        organization_id: UUID | None  # the tenant (a user's own namespace has none)
+
+    class MemoryRemembered(Aggregate.Event):
+        memory_id: UUID
+        text: str
+        category: str
+        source_session_id: UUID | None
+        source_version: int | None
+        source_document: str | None
+        expires_at: datetime | None
+        user_id: UUID | None  # exactly one of the two is set
+        session_id: UUID | None
+
+    class MemoryUpdated(Aggregate.Event):
+        """The memory's text, category and expiry as they are now (all of them)."""
+
+        memory_id: UUID
+        text: str
+        category: str
+        expires_at: datetime | None
+        user_id: UUID | None
+        session_id: UUID | None
+
+    class MemoryForgotten(Aggregate.Event):
+        memory_id: UUID
+        user_id: UUID | None
+        session_id: UUID | None
+
+    @event(NamespaceCreated)
+    def __init__(self, kind: str, scope_id: UUID, organization_id: UUID | None) -> None:
+        self.namespace = Namespace(kind, scope_id)  # type: ignore[arg-type]  # from `create`
+        self.organization_id = organization_id
+        self.memories: dict[UUID, Memory] = {}
+        self._by_text: dict[str, UUID] = {}
+
+    @classmethod
+    def create(cls, namespace: Namespace, organization_id: UUID | None) -> MemoryNamespace:
+        return cls._create(
+            cls.NamespaceCreated,
+            id=namespace.aggregate_id,
+            kind=namespace.kind,
+            scope_id=namespace.scope_id,
+            organization_id=organization_id,
+        )
+
+    # -- queries ------------------------------------------------------------------
+
+    def get(self, memory_id: UUID) -> Memory:
+        found = self.memories.get(memory_id)
+        if found is None:
+            raise MemoryNotFound(memory_id)
+        return found
+
+    def same_text(self, text: str) -> Memory | None:
+        """The memory with this text (case and spacing aside), if there is one."""
+        found = self._by_text.get(same_text_key(text))
+        return self.memories[found] if found is not None else None
+
+    # -- commands -----------------------------------------------------------------
+
+    def remember(
+        self,
+        text: str,
+        category: str,
+        source: MemorySource,
+        expires_at: datetime | None,
+        by: Author,
+        now: datetime,
+    ) -> Memory:
+        """A new memory, or the one with the same text updated to this category and expiry."""
+        text, checked = check_text(text), check_category(category)
+        expires_at = check_expiry(expires_at, now)
+        same = self.same_text(text)
+        if same is not None:
+            return self.update(same.memory_id, by, now, text=text, category=checked,
+                               expires_at=expires_at)  # fmt: skip
+        memory_id = uuid5(self.id, str(self.version + 1))
+        user_id, session_id = _ids(by)
+        self._remembered(
+            memory_id, text, checked, source.session_id, source.version, source.document,
+            expires_at, user_id, session_id,
+        )  # fmt: skip
+        return self.memories[memory_id]
+
+    def update(
+        self,
+        memory_id: UUID,
+        by: Author,
+        now: datetime,
+        *,
+        text: str | None = None,
+        category: str | None = None,
+        expires_at: datetime | None = None,
+        clear_expiry: bool = False,
+    ) -> Memory:
+        """Change what is given; the same values again record nothing. Another memory's
+        text is refused (`InvalidMemory`): forget one of the two instead."""
+        current = self.get(memory_id)
+        new_text = check_text(text) if text is not None else current.text
+        new_category = check_category(category) if category is not None else current.category
+        if clear_expiry:
+            new_expiry = None
+        elif expires_at is not None:
+            new_expiry = check_expiry(expires_at, now)
+        else:
+            new_expiry = current.expires_at
+        other = self.same_text(new_text)
+        if other is not None and other.memory_id != memory_id:
+            raise InvalidMemory(f"memory {other.memory_id} already says this")
+        if (new_text, new_category, new_expiry) == (
+            current.text,
+            current.category,
+            current.expires_at,
+        ):
+            return current
+        user_id, session_id = _ids(by)
+        self._updated(memory_id, new_text, new_category, new_expiry, user_id, session_id)
+        return self.memories[memory_id]
+
+    def forget(self, memory_id: UUID, by: Author) -> Memory:
+        current = self.get(memory_id)
+        user_id, session_id = _ids(by)
+        self._forgotten(memory_id, user_id, session_id)
+        return current
+
+    # -- what the events do -------------------------------------------------------
+
+    @event(MemoryRemembered)
+    def _remembered(
+        self,
+        memory_id: UUID,
+        text: str,
+        category: str,
+        source_session_id: UUID | None,
+        source_version: int | None,
+        source_document: str | None,
+        expires_at: datetime | None,
+        user_id: UUID | None,
+        session_id: UUID | None,
+    ) -> None:
+        by = author_of(user_id, session_id)
+        source = MemorySource(source_session_id, source_version, source_document)
+        self.memories[memory_id] = Memory(
+            memory_id, self.namespace, text, category, source, expires_at,  # type: ignore[arg-type]
+            self.modified_on, by, self.modified_on, by, 1,
+        )  # fmt: skip
+        self._by_text[same_text_key(text)] = memory_id
+
+    @event(MemoryUpdated)
+    def _updated(
+        self,
+        memory_id: UUID,
+        text: str,
+        category: str,
+        expires_at: datetime | None,
+        user_id: UUID | None,
+        session_id: UUID | None,
+    ) -> None:
+        current = self.memories[memory_id]
+        self._by_text.pop(same_text_key(current.text), None)
+        self.memories[memory_id] = replace(
+            current,
+            text=text,
+            category=category,  # type: ignore[arg-type]  # checked by `update`
+            expires_at=expires_at,
+            updated_at=self.modified_on,
+            updated_by=author_of(user_id, session_id),
+            revision=current.revision + 1,
+        )
+        self._by_text[same_text_key(text)] = memory_id
+
+    @event(MemoryForgotten)
+    def _forgotten(self, memory_id: UUID, user_id: UUID | None, session_id: UUID | None) -> None:
+        gone = self.memories.pop(memory_id)
+        self._by_text.pop(same_text_key(gone.text), None)
+
+
+def _ids(by: Author) -> tuple[UUID | None, UUID | None]:
+    match by:
+        case ByUser(user_id=user_id):
+            return user_id, None
+        case ByAgent(session_id=session_id):
+            return None, session_id
+
+
+MemoryEvent = (
+    MemoryNamespace.NamespaceCreated
+    | MemoryNamespace.MemoryRemembered
+    | MemoryNamespace.MemoryUpdated
+    | MemoryNamespace.MemoryForgotten
+)
+MEMORY_EVENT_CLASSES: tuple[type[MemoryEvent], ...] = MemoryEvent.__args__
