@@ -13,6 +13,7 @@ of the workspace, and a user's explicit "remember that ..." becomes their prefer
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Sequence
@@ -157,6 +158,7 @@ class RunMemory:
     def __init__(self, recall: Recall | None, auto: AutoMemory | None) -> None:
         self.recall = recall
         self.auto = auto
+        self._keeping: set[asyncio.Task[None]] = set()
 
     async def at_start(self, state: RunState, sessions: SessionService) -> None:
         """Memories for the user's message join the conversation (recorded, so a replay
@@ -181,11 +183,23 @@ class RunMemory:
                 scope, state.session_id, asked.originator_version, asked.text
             )
 
-    async def at_end(self, state: RunState) -> None:
-        """Findings this run recorded with sources become the workspace's knowledge."""
-        scope = state.ledger.memory_scope
-        if self.auto is None or scope is None:
+    def at_end(self, state: RunState) -> None:
+        """Findings this run recorded with sources become the workspace's knowledge: in
+        the background, so the session's next run never waits for them."""
+        scope, auto = state.ledger.memory_scope, self.auto
+        findings = [e for e in state.this_run() if isinstance(e, S.FindingRecorded) and e.citations]
+        if auto is None or scope is None or not findings:
             return
-        for e in state.this_run():
-            if isinstance(e, S.FindingRecorded) and e.citations:
-                await self.auto.finding(scope, state.session_id, e.originator_version, e.text)
+
+        async def keep() -> None:
+            for e in findings:
+                await auto.finding(scope, state.session_id, e.originator_version, e.text)
+
+        task = asyncio.create_task(keep(), name=f"memories of run {state.run_id}")
+        self._keeping.add(task)
+        task.add_done_callback(self._keeping.discard)
+
+    async def settled(self) -> None:
+        """Until what finished runs learned is kept (tests; a clean shutdown)."""
+        while self._keeping:
+            await asyncio.wait(list(self._keeping))

@@ -135,7 +135,7 @@ class AgentRunner:
         state = self.state_of(session_id, run_id)
         end = await self._run(state, session_id, run_id, recovering)
         if end != "not_active" and self.memory is not None:
-            await self.memory.at_end(state)
+            self.memory.at_end(state)
         return end
 
     async def _run(

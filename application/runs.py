@@ -34,6 +34,7 @@ from domain.values import AttachedFile
 log = logging.getLogger(__name__)
 
 STOP_GRACE = 1.0  # seconds a cancelled run may take to unwind before the stop is recorded
+KEEP_GRACE = 5.0  # seconds a shutdown waits for the memories of finished runs
 
 
 class RunScheduler:
@@ -134,6 +135,9 @@ class RunScheduler:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        if self.runner.memory is not None:  # what finished runs learned, briefly
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.runner.memory.settled(), KEEP_GRACE)
         if self.locks is not None:
             await self.locks.close()
 

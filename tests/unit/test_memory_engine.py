@@ -101,6 +101,8 @@ async def test_remember_that_becomes_a_preference_and_findings_become_workspace_
     owner, workspace = uuid4(), uuid4()
     sid = await engine.new_session(workspace, owner_id=owner)
     await chat(engine, sid, "Remember that I live in Lyon")
+    assert engine.runner.memory is not None
+    await engine.runner.memory.settled()
     (preference,) = await engine.memories.list(Namespace("user", owner))
     assert (preference.text, preference.category) == ("I live in Lyon", "preference")
     message = engine.events(sid, "UserMessageAppended")[0]
