@@ -110,9 +110,25 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "a folder of more skills (a folder per skill with its SKILL.md) beside the built-in ones",
     ),
     "TOKENDANCE_EMBEDDER": (
-        "wordllama",
-        "how messages are matched to skills beyond keywords: wordllama (a local model that "
-        "ships in its package) or hashing (deterministic, no model)",
+        "(unset: voyage if VOYAGE_API_KEY is set, else wordllama)",
+        "how messages are matched to skills beyond keywords, and memories found by meaning: "
+        "voyage (Voyage AI's hosted models), wordllama (a local model that ships in its "
+        "package) or hashing (deterministic, no model)",
+    ),
+    "VOYAGE_API_KEY": (
+        "",
+        "Voyage AI's API key; with it the embedder is `voyage` unless TOKENDANCE_EMBEDDER "
+        "says otherwise (TOKENDANCE_EMBEDDER=voyage without it stops the start)",
+    ),
+    "TOKENDANCE_VOYAGE_MODEL": (
+        "voyage-3.5",
+        "the Voyage AI model (voyage-3.5, voyage-3.5-lite, ...: 1024 dimensions), or one "
+        "with its size (voyage-3.5-512; 256, 512, 1024 or 2048); stored vectors name their "
+        "model, so a change needs `tokendance memory reembed`",
+    ),
+    "TOKENDANCE_VOYAGE_BASE_URL": (
+        "https://api.voyageai.com/v1",
+        "another Voyage-compatible embeddings server (a proxy, or a local fake in tests)",
     ),
     "TOKENDANCE_SKILL_MATCH_THRESHOLD": (
         "0.3",
@@ -171,6 +187,10 @@ def _default(name: str) -> str:
     return DOCUMENTED[name][0]
 
 
+# The embedder without TOKENDANCE_EMBEDDER or VOYAGE_API_KEY (see `default_embedder`).
+DEFAULT_EMBEDDER = "wordllama"
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the process is configured with."""
@@ -209,7 +229,7 @@ class Settings:
     tavily_url: str | None = None
     fetch_allow: str = ""
     skills_dir: Path | None = None
-    embedder: str = _default("TOKENDANCE_EMBEDDER")
+    embedder: str = DEFAULT_EMBEDDER
     skill_match_threshold: float = float(_default("TOKENDANCE_SKILL_MATCH_THRESHOLD"))
     sandbox: str = _default("TOKENDANCE_SANDBOX")
     sandbox_timeout: int = int(_default("TOKENDANCE_SANDBOX_TIMEOUT"))
@@ -277,7 +297,7 @@ class Settings:
             skills_dir=Path(env["TOKENDANCE_SKILLS_DIR"])
             if env.get("TOKENDANCE_SKILLS_DIR")
             else None,
-            embedder=_choice(get("TOKENDANCE_EMBEDDER"), "TOKENDANCE_EMBEDDER", EMBEDDERS),
+            embedder=_embedder(env),
             skill_match_threshold=_fraction(
                 get("TOKENDANCE_SKILL_MATCH_THRESHOLD"), "TOKENDANCE_SKILL_MATCH_THRESHOLD"
             ),
@@ -339,7 +359,23 @@ class Settings:
 
 
 SANDBOXES = ("bubblewrap", "docker")
-EMBEDDERS = ("wordllama", "hashing")
+EMBEDDERS = ("wordllama", "hashing", "voyage")
+
+
+def default_embedder(env: Mapping[str, str]) -> str:
+    """The embedder when none is configured: Voyage AI's once its key is given (a key is
+    set to be used), else the local model, which needs no account."""
+    if env.get("VOYAGE_API_KEY", "").strip() and not env.get("TOKENDANCE_EMBEDDER", "").strip():
+        return "voyage"
+    return DEFAULT_EMBEDDER
+
+
+def _embedder(env: Mapping[str, str]) -> str:
+    name = env.get("TOKENDANCE_EMBEDDER", "").strip() or default_embedder(env)
+    _choice(name, "TOKENDANCE_EMBEDDER", EMBEDDERS)
+    if name == "voyage" and not env.get("VOYAGE_API_KEY", "").strip():
+        raise SystemExit("VOYAGE_API_KEY must be set with TOKENDANCE_EMBEDDER=voyage")
+    return name
 
 
 def _choice(value: str, name: str, allowed: tuple[str, ...]) -> str:

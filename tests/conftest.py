@@ -22,6 +22,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from adapters.bootstrap import bootstrap, in_memory_sessions
 from adapters.container import Container
 from adapters.embedded import EmbeddedServers
+from adapters.embeddings import voyage as voyage_embeddings
 from adapters.llm import anthropic as anthropic_llm
 from adapters.llm.unconfigured import UnconfiguredLLM
 from adapters.services import Services
@@ -33,10 +34,11 @@ from application.sessions import SessionService
 
 @pytest.fixture(autouse=True)
 def no_real_model_requests(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test can call a real model or search: only loopback fakes answer (see
+    """No test can call a real model, search or embedder: only loopback fakes answer (see
     test_model_guard and test_web_search)."""
     monkeypatch.setattr(anthropic_llm, "ALLOW_MODEL_REQUESTS", False)
     monkeypatch.setattr(tavily_search, "ALLOW_SEARCH_REQUESTS", False)
+    monkeypatch.setattr(voyage_embeddings, "ALLOW_EMBED_REQUESTS", False)
 
 
 @pytest.fixture
