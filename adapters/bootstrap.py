@@ -30,7 +30,7 @@ from adapters.blobs.s3 import S3BlobStore, S3ConfigError
 from adapters.container import Container
 from adapters.deltas import NullDeltaSink
 from adapters.documents.pdf import ReportLabDocumentRenderer
-from adapters.embeddings import EmbedderUnavailable, build_embedder
+from adapters.embeddings import EmbedderUnavailable, build_embedder, embedder_for
 from adapters.llm.anthropic import AnthropicLLM
 from adapters.llm.scripted import load_llm_spec
 from adapters.llm.tokens import TiktokenCounter
@@ -69,6 +69,7 @@ from application.ports import (
     BlobStore,
     ContextSnapshots,
     DeltaSink,
+    Embedder,
     LLMNotConfigured,
     RunLocks,
     Sandbox,
@@ -102,6 +103,9 @@ from projections.accounts import AccountsView
 from projections.artifacts import ArtifactsView
 from projections.budgets import BudgetsView
 from projections.confirmations import ConfirmationsView
+from projections.episodes import EpisodesView
+from projections.memories import MemoriesView
+from projections.memory_vectors import EmbeddingModels
 from projections.sessions import SessionsView
 from projections.usage import UsageView
 from projections.view import TRACKING_TABLE, View
@@ -169,6 +173,7 @@ def bootstrap(
         tools=tools, blobs=blobs, deltas=live, counter=counter, engine_settings=engine_settings,
         prices=prices, budgets=enforcer, telemetry=telemetry, files=container.files,
         snapshots=snapshots, run_locks=SessionRunLocks(AdvisoryLocks(database_url)),
+        memories=container.memories, memory_access=container.memory_access,
     )  # fmt: skip
     return System(container, services, engine, telemetry)
 
@@ -192,6 +197,7 @@ def bootstrap_engine(
     snapshots: ContextSnapshots | None = None,
     run_locks: RunLocks | None = None,
     memories: Memories | None = None,
+    memory_access: MemoryAccess | None = None,
 ) -> Engine:
     """The engine alone, on `sessions` (default: a new in-memory event store).
 
@@ -208,7 +214,12 @@ def bootstrap_engine(
         bridge=bridge,
         llm=traced_llm(llm if llm is not None else build_llm(settings), telemetry),
         tools=ToolRegistry(
-            traced_tools(build_tools(settings, files=files) if tools is None else tools, telemetry)
+            traced_tools(
+                build_tools(settings, files=files, memories=memories, memory_access=memory_access)
+                if tools is None
+                else tools,
+                telemetry,
+            )
         ),
         blobs=blobs,
         counter=counter if counter is not None else TiktokenCounter(),
@@ -396,6 +407,7 @@ def _open_store(
     sessions = SessionService(env=env)
     factory = sessions.factory
     assert isinstance(factory, PostgresFactory)
+    models = embedding_models(settings)
     views: dict[str, View] = {
         v.name: v
         for v in (
@@ -407,6 +419,8 @@ def _open_store(
             BudgetsView(factory.datastore),
             ArtifactsView(factory.datastore),
             WorkspaceFilesView(factory.datastore),
+            MemoriesView(factory.datastore, models),
+            EpisodesView(factory.datastore, models),
         )
     }
     checkpoints = PostgresTrackingRecorder(factory.datastore, tracking_table_name=TRACKING_TABLE)
@@ -420,9 +434,29 @@ def _open_store(
     )
     bridge = SyncBridge(settings.thread_pool_size)
     files = WorkspaceFiles(accounts, blobs, bridge, max_bytes=settings.max_upload_bytes)
+    index = views[MemoriesView.name]
+    assert isinstance(index, MemoriesView)
+    memories = Memories(accounts, index, bridge)
     return Container(
-        settings, database_url, nats_url, sessions, views, checkpoints, bridge, accounts, files
-    )
+        settings, database_url, nats_url, sessions, views, checkpoints, bridge, accounts, files,
+        memories, MemoryAccess(accounts),
+    )  # fmt: skip
+
+
+def embedding_models(settings: Settings) -> EmbeddingModels:
+    """The embedding models of memories and episodes: the configured one for new ones."""
+    return EmbeddingModels(memory_embedder(settings.embedder), embedder_for)
+
+
+@functools.cache
+def memory_embedder(name: str) -> Embedder:
+    """The embedder `name` (one per process: a model loads once); the hashing one, with a
+    warning, if the local model cannot load."""
+    try:
+        return build_embedder(name)
+    except EmbedderUnavailable as e:
+        log.warning("embedder %s unavailable (%s): memories use the hashing embedder", name, e)
+        return build_embedder("hashing")
 
 
 def dispatch_runs_to_workers(system: System) -> RunQueue:

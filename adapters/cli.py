@@ -83,6 +83,14 @@ def _parser() -> argparse.ArgumentParser:
     rebuild = projection_commands.add_parser("rebuild", help="rebuild from the event store")
     rebuild.add_argument("name", nargs="?", help="one read model (default: all)")
     rebuild.set_defaults(func=_rebuild)
+
+    memory = commands.add_parser("memory", help="long-term memory upkeep (`memory reembed`)")
+    memory_commands = memory.add_subparsers(required=True, metavar="ACTION")
+    reembed = memory_commands.add_parser(
+        "reembed", help="re-embed memories and episodes with another model, then switch to it"
+    )
+    reembed.add_argument("--embedder", help="the model to switch to (default: TOKENDANCE_EMBEDDER)")
+    reembed.set_defaults(func=_reembed)
     return parser
 
 
@@ -275,6 +283,24 @@ def _rebuild(settings: Settings, args: argparse.Namespace) -> None:
                 f"{report.position} in {report.seconds:.2f}s "
                 f"({report.events_per_second:,.0f} events/s)"
             )
+
+
+def _reembed(settings: Settings, args: argparse.Namespace) -> None:
+    from adapters.embeddings import EmbedderUnavailable, build_embedder, embedder_for
+    from adapters.memory_reembed import run_reembed
+    from projections.episodes import EPISODE_VECTORS
+    from projections.memories import MemoriesView
+
+    try:  # never the hashing fallback the server takes: that would re-embed with it
+        embedder = build_embedder(args.embedder or settings.embedder)
+    except (EmbedderUnavailable, ValueError) as e:
+        sys.exit(f"tokendance memory reembed: {e}")
+    with _system(settings, relay=False, projections=False) as system:
+        status = run_reembed(
+            system.container.database_url, embedder, embedder_for,
+            out=sys.stderr, tables=(MemoriesView.VECTORS, EPISODE_VECTORS),
+        )  # fmt: skip
+    sys.exit(status)
 
 
 if __name__ == "__main__":

@@ -11,17 +11,22 @@ from eventsourcing.postgres import PostgresApplicationRecorder, PostgresTracking
 from adapters.settings import Settings
 from application.accounts import AccountService
 from application.bridge import SyncBridge
+from application.memories import Memories
+from application.memory_access import MemoryAccess
 from application.sessions import SessionService
 from application.workspace_files import WorkspaceFiles
 from projections.accounts import AccountsView
 from projections.budgets import BudgetsView
+from projections.memories import MemoriesView
 from projections.usage import UsageView
 from projections.usage_queries import UsageQueries
 from projections.view import View
 from projections.workspace_files import WorkspaceFilesView
 
 # Fed by the accounts' log (workspace folders live there too).
-ACCOUNTS_VIEWS = frozenset({AccountsView.name, BudgetsView.name, WorkspaceFilesView.name})
+ACCOUNTS_VIEWS = frozenset(
+    {AccountsView.name, BudgetsView.name, WorkspaceFilesView.name, MemoriesView.name}
+)
 
 
 @dataclass
@@ -37,6 +42,8 @@ class Container:
     bridge: SyncBridge
     accounts: AccountService
     files: WorkspaceFiles  # on the accounts' store and the blob store
+    memories: Memories  # on the accounts' store and the memories read model
+    memory_access: MemoryAccess
 
     @property
     def recorder(self) -> PostgresApplicationRecorder:

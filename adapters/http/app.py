@@ -27,9 +27,11 @@ from adapters.http.auth_routes import AuthController, WorkspaceController
 from adapters.http.chat import ChatController
 from adapters.http.deck_pages import DeckController, DeckPages
 from adapters.http.deps import Access, ReadModels
+from adapters.http.episodic_search import episodic_search_router
 from adapters.http.errors import EXCEPTION_HANDLERS
 from adapters.http.idempotency import IdempotencyMiddleware, IdempotencyStore
 from adapters.http.limits import RateLimitMiddleware, RateLimits
+from adapters.http.memories import memories_router
 from adapters.http.metrics import Metrics, MetricsMiddleware, metrics_endpoint
 from adapters.http.openapi import complete, docs_assets, openapi_config
 from adapters.http.ops import OpsController, Probes
@@ -53,6 +55,8 @@ from projections.accounts import AccountsView, WorkspaceDirectory
 from projections.artifacts import ArtifactsView
 from projections.budgets import BudgetsView
 from projections.confirmations import ConfirmationsView
+from projections.episodes import EpisodesView
+from projections.memories import MemoriesView
 from projections.sessions import SessionsView
 from projections.working_memory import WorkingMemoryView
 from projections.workspace_files import WorkspaceFilesView
@@ -126,7 +130,12 @@ def create_app(
             await services.stop()
 
     app = Litestar(
-        route_handlers=[*HANDLERS, docs_assets(), _files_router(container, waiter)],
+        route_handlers=[
+            *HANDLERS,
+            docs_assets(),
+            _files_router(container, waiter),
+            *_memory_routers(container, waiter),
+        ],
         dependencies=_dependencies(container, feed, engine, views, access, probes),
         # Outermost first: metrics see every answer; limits and idempotency know the user.
         middleware=[
@@ -207,6 +216,18 @@ def _files_router(container: Container, waiter: ViewWaiter) -> Router:
     view = container.views[WorkspaceFilesView.name]
     assert isinstance(view, WorkspaceFilesView)
     return workspace_files_router(container.files, FileListing(view, waiter, container.bridge))
+
+
+def _memory_routers(container: Container, waiter: ViewWaiter) -> list[Router]:
+    """Long-term memory (`/memories`) and episodic search (`/search`)."""
+    memories, episodes = container.views[MemoriesView.name], container.views[EpisodesView.name]
+    assert isinstance(memories, MemoriesView) and isinstance(episodes, EpisodesView)
+    return [
+        memories_router(
+            container.memories, container.memory_access, memories, waiter, container.bridge
+        ),
+        episodic_search_router(episodes, waiter, container.bridge),
+    ]
 
 
 def _log_recorder(container: Container, view: str) -> PostgresApplicationRecorder:

@@ -1,0 +1,149 @@
+"""Episodic search over HTTP: `GET /api/v1/search?q=&workspace_id=&from=&to=&k=`.
+
+Finds the caller's own past sessions, messages and findings (full text and meaning),
+each with a snippet and where to open it (the session and the event's version). Only
+the caller's sessions are searched, so another user's or tenant's never appear; a
+`workspace_id` the caller may not see answers 404 like every workspace route.
+
+`from` and `to` are ISO 8601 dates or times (UTC when no zone is given; a date alone
+as `to` means through the end of that day). Bad parameters answer 422
+`INVALID_SEARCH`: an empty query, `k` outside 1..100, `from` after `to`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Annotated
+from uuid import UUID
+
+from litestar import Controller, Router, get
+from litestar.di import Provide
+from litestar.params import FromQuery, QueryParameter
+
+from adapters.http.deps import Access, Caller
+from adapters.http.errors import ApiError
+from adapters.http.read_your_writes import ViewWaiter
+from application.bridge import SyncBridge
+from application.memories import MAX_K
+from domain.memories import MAX_TEXT
+from projections.episodes import EpisodesView
+from schemas.memories import EpisodeHitOut, EpisodeHits
+
+DEFAULT_K = 20
+CODE = "INVALID_SEARCH"
+
+
+@dataclass(frozen=True)
+class Episodes:
+    """The episodes read model, searched once it has what the sessions' log held."""
+
+    view: EpisodesView
+    waiter: ViewWaiter
+    bridge: SyncBridge
+
+    async def search(
+        self,
+        owner_id: UUID,
+        query: str,
+        *,
+        workspace_id: UUID | None,
+        start: datetime | None,
+        end: datetime | None,
+        k: int,
+    ) -> EpisodeHits:
+        await self.waiter.caught_up(EpisodesView.name)
+        hits = await self.bridge(
+            self.view.search,
+            owner_id,
+            query,
+            workspace_id=workspace_id,
+            start=start,
+            end=end,
+            k=k,
+        )
+        return EpisodeHits(
+            items=[
+                EpisodeHitOut(
+                    session_id=h.session_id,
+                    version=h.version,
+                    kind=h.kind,
+                    snippet=h.snippet,
+                    score=h.score,
+                )
+                for h in hits
+            ]
+        )
+
+
+class EpisodicSearchController(Controller):
+    path = "/api/v1/search"
+    tags = ["memories"]
+
+    @get("/")
+    async def search(
+        self,
+        request: Caller,
+        access: Access,
+        episodes: Episodes,
+        q: FromQuery[str] = "",
+        workspace_id: FromQuery[UUID | None] = None,
+        start: Annotated[str | None, QueryParameter(name="from")] = None,
+        to: FromQuery[str | None] = None,
+        k: FromQuery[int] = DEFAULT_K,
+    ) -> EpisodeHits:
+        """The caller's past sessions, messages and findings that match `q`, best first,
+        in one workspace if given, between `from` and `to` if given."""
+        query = _query(q)
+        if not 1 <= k <= MAX_K:
+            raise ApiError(422, f"k must be a whole number from 1 to {MAX_K}", CODE)
+        first, last = _moment(start, "from", end_of_day=False), _moment(to, "to", end_of_day=True)
+        if first is not None and last is not None and first > last:
+            raise ApiError(422, "`from` is after `to`", CODE)
+        if workspace_id is not None:
+            await access.workspace(request.user, workspace_id)
+        return await episodes.search(
+            request.user.user_id, query, workspace_id=workspace_id, start=first, end=last, k=k
+        )
+
+
+def episodic_search_router(view: EpisodesView, waiter: ViewWaiter, bridge: SyncBridge) -> Router:
+    """Episodic search over the episodes read model."""
+    episodes = Episodes(view, waiter, bridge)
+    return Router(
+        "/",
+        route_handlers=[EpisodicSearchController],
+        dependencies={"episodes": Provide(lambda: episodes, sync_to_thread=False)},
+    )
+
+
+def _query(q: str) -> str:
+    query = q.replace("\x00", "").strip()
+    if not query:
+        raise ApiError(422, "a search needs a query: give `q`, what to look for", CODE)
+    if len(query) > MAX_TEXT:
+        raise ApiError(422, f"the query has {len(query)} characters; the limit is {MAX_TEXT}", CODE)
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ApiError(422, "the query is not valid Unicode text", CODE) from None
+    return query
+
+
+def _moment(text: str | None, name: str, *, end_of_day: bool) -> datetime | None:
+    """An ISO 8601 date or time, in UTC when it names no zone."""
+    if text is None or not text.strip():
+        return None
+    raw = text.strip()
+    try:
+        if len(raw) == 10:  # a date alone: its start, or (for `to`) its end
+            day = date.fromisoformat(raw) + timedelta(days=1 if end_of_day else 0)
+            return datetime.combine(day, time(), UTC)
+        moment = datetime.fromisoformat(raw)
+    except ValueError:
+        raise ApiError(
+            422,
+            f"`{name}` is not an ISO 8601 date or time (like 2026-01-31 or 2026-01-31T12:00:00Z)",
+            CODE,
+        ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

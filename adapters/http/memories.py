@@ -1,0 +1,301 @@
+"""Long-term memory over HTTP: remember, list, read, change, forget and search.
+
+Who may use which namespace is `MemoryAccess`'s answer: a user's own namespace is
+theirs alone, a workspace's is its organization's (its writers change it), a team's
+shared base is read by the organization's members and changed by its owners and
+admins. A namespace the caller may not see is 404 `NAMESPACE_NOT_FOUND`; a memory
+in one is 404 `MEMORY_NOT_FOUND`, exactly like an id nobody has, so ids of another
+tenant reveal nothing. Seen but not writable: 403.
+
+A memory by id is found through the memories read model (`locate`: which namespace
+holds it), then read from or changed in that namespace itself. Commands answer after
+the read model has what they wrote (`Memories`), so the next search finds it. Expired
+memories are left out of lists and searches; by id one is still there (to renew or
+forget) until it is forgotten.
+
+`POST /memories` answers 201 with a new memory, or 200 with `deduplicated: true` when
+the text was already remembered (the same text, or close in meaning) and that memory
+was updated instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated
+from uuid import UUID
+
+from litestar import Controller, Response, Router, delete, get, patch, post
+from litestar.di import Provide
+from litestar.openapi.datastructures import ResponseSpec
+from litestar.params import FromQuery, QueryParameter
+from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
+
+from adapters.http.deps import Caller
+from adapters.http.read_your_writes import ViewWaiter
+from application.bridge import SyncBridge
+from application.memories import Memories
+from application.memory_access import Grant, MemoryAccess, NamespaceNotFound
+from application.ports import MemoryHit
+from domain.authors import Author, ByAgent, ByUser
+from domain.memories import (
+    MAX_TEXT,
+    InvalidMemory,
+    Memory,
+    MemoryNotFound,
+    MemorySource,
+    Namespace,
+    check_category,
+)
+from projections.memories import MemoriesView, MemoryRow
+from schemas.memories import (
+    MemoryAuthor,
+    MemoryCreate,
+    MemoryHitOut,
+    MemoryHits,
+    MemoryOut,
+    MemoryPage,
+    MemoryPatch,
+    MemorySearch,
+    MemorySourceOut,
+)
+
+MAX_PAGE = 200
+MAX_OFFSET = 10**9  # far past any listing, well inside Postgres's bigint
+
+
+@dataclass(frozen=True)
+class MemoryApi:
+    """What the memory handlers use: the service, who may do what, and the read model
+    (each blocking call through the bridge)."""
+
+    memories: Memories
+    access: MemoryAccess
+    view: MemoriesView
+    waiter: ViewWaiter
+    bridge: SyncBridge
+
+    async def grant(self, user_id: UUID, namespace: Namespace, *, write: bool) -> Grant:
+        return await self.bridge(self.access.check, user_id, namespace, write=write)
+
+    async def readable(self, user_id: UUID, namespace: str | None) -> list[Namespace]:
+        """The namespace asked for (if the caller may read it), else all they may read."""
+        if namespace is None:
+            return await self.bridge(self.access.readable, user_id)
+        wanted = Namespace.parse(namespace)
+        await self.grant(user_id, wanted, write=False)
+        return [wanted]
+
+    async def locate(self, user_id: UUID, memory_id: UUID, *, write: bool) -> Namespace:
+        """The namespace holding the memory, if the caller may read it (and change it,
+        if `write`): `MemoryNotFound` when it may not see it, `Forbidden` when it may
+        only read it."""
+        where = await self.bridge(self.view.locate, memory_id)
+        if where is None:  # perhaps just written by someone else: let the view catch up
+            await self.waiter.caught_up(MemoriesView.name)
+            where = await self.bridge(self.view.locate, memory_id)
+        if where is None:
+            raise MemoryNotFound(memory_id)
+        namespace = Namespace.parse(where)
+        try:
+            await self.grant(user_id, namespace, write=write)
+        except NamespaceNotFound:
+            raise MemoryNotFound(memory_id) from None
+        return namespace
+
+
+class MemoryController(Controller):
+    path = "/api/v1/memories"
+    tags = ["memories"]
+
+    @post(
+        "/",
+        status_code=HTTP_201_CREATED,
+        responses={
+            HTTP_200_OK: ResponseSpec(
+                MemoryOut, description="Already remembered: that memory, updated"
+            )
+        },
+    )
+    async def remember(
+        self, data: MemoryCreate, request: Caller, memory_api: MemoryApi
+    ) -> Response[MemoryOut]:
+        """Remember something (default namespace: the caller's own). 201 with the new
+        memory; 200 with `deduplicated: true` when an existing one was updated."""
+        user_id = request.user.user_id
+        namespace = (
+            Namespace("user", user_id)
+            if data.namespace is None
+            else Namespace.parse(data.namespace)
+        )
+        grant = await memory_api.grant(user_id, namespace, write=True)
+        done = await memory_api.memories.remember(
+            namespace,
+            data.text,
+            data.category,
+            ByUser(user_id),
+            organization_id=grant.organization_id,
+            source=_document(data.source_document),
+            expires_at=data.expires_at,
+        )
+        out = _memory_out(done.memory, deduplicated=done.updated)
+        return Response(out, status_code=HTTP_200_OK if done.updated else HTTP_201_CREATED)
+
+    @get("/")
+    async def list_memories(
+        self,
+        request: Caller,
+        memory_api: MemoryApi,
+        namespace: FromQuery[str | None] = None,
+        category: FromQuery[str | None] = None,
+        limit: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE)] = 50,
+        offset: Annotated[int, QueryParameter(ge=0, le=MAX_OFFSET)] = 0,
+    ) -> MemoryPage:
+        """The memories of `namespace` (default: every namespace the caller may read),
+        of one `category` if given, with how many there are in all."""
+        namespaces = await memory_api.readable(request.user.user_id, namespace)
+        wanted = check_category(category) if category is not None else None
+        await memory_api.waiter.caught_up(MemoriesView.name)
+        rows, total = await memory_api.bridge(
+            memory_api.view.listing,
+            [str(n) for n in namespaces],
+            category=wanted,
+            limit=limit,
+            offset=offset,
+        )
+        return MemoryPage(items=[_row_out(row) for row in rows], total=total)
+
+    @get("/{memory_id:uuid}")
+    async def read(self, memory_id: UUID, request: Caller, memory_api: MemoryApi) -> MemoryOut:
+        """The memory as it is now."""
+        namespace = await memory_api.locate(request.user.user_id, memory_id, write=False)
+        return _memory_out(await memory_api.memories.get(namespace, memory_id))
+
+    @patch("/{memory_id:uuid}")
+    async def update(
+        self, memory_id: UUID, data: MemoryPatch, request: Caller, memory_api: MemoryApi
+    ) -> MemoryOut:
+        """Change the fields given (`expires_at: null` clears the expiry)."""
+        user_id = request.user.user_id
+        namespace = await memory_api.locate(user_id, memory_id, write=True)
+        memory = await memory_api.memories.update(
+            namespace,
+            memory_id,
+            ByUser(user_id),
+            text=data.text,
+            category=data.category,
+            expires_at=data.expires_at if isinstance(data.expires_at, datetime) else None,
+            clear_expiry=data.expires_at is None,
+        )
+        return _memory_out(memory)
+
+    @delete("/{memory_id:uuid}", status_code=HTTP_204_NO_CONTENT)
+    async def forget(self, memory_id: UUID, request: Caller, memory_api: MemoryApi) -> None:
+        """Forget the memory: gone from every search once this answers (its events stay)."""
+        user_id = request.user.user_id
+        namespace = await memory_api.locate(user_id, memory_id, write=True)
+        await memory_api.memories.forget(namespace, memory_id, ByUser(user_id))
+
+    @post("/search", status_code=HTTP_200_OK)
+    async def search(
+        self, data: MemorySearch, request: Caller, memory_api: MemoryApi
+    ) -> MemoryHits:
+        """The best `k` unexpired memories for `query` (by meaning and by keywords), in
+        `namespace` or every namespace the caller may read, of `category` if given."""
+        namespaces = await memory_api.readable(request.user.user_id, data.namespace)
+        hits = await memory_api.memories.search(
+            _query(data.query),
+            namespaces,
+            k=data.k,
+            categories=None if data.category is None else [data.category],
+        )
+        return MemoryHits(items=[_hit_out(h) for h in hits])
+
+
+def memories_router(
+    memories: Memories,
+    access: MemoryAccess,
+    view: MemoriesView,
+    waiter: ViewWaiter,
+    bridge: SyncBridge,
+) -> Router:
+    """The memories API over the service, the access rules and the read model."""
+    api = MemoryApi(memories, access, view, waiter, bridge)
+    return Router(
+        "/",
+        route_handlers=[MemoryController],
+        dependencies={"memory_api": Provide(lambda: api, sync_to_thread=False)},
+    )
+
+
+def _query(query: str) -> str:
+    """The query as Postgres can hold it (no NUL), and no longer than a memory."""
+    if len(query) > MAX_TEXT:
+        raise InvalidMemory(f"the query has {len(query)} characters; the limit is {MAX_TEXT}")
+    return query.replace("\x00", "")
+
+
+def _document(document: str | None) -> MemorySource:
+    """The source of a memory the API is told: a document, or nothing."""
+    if document is None or not document.strip():
+        return MemorySource()
+    if any(ord(c) < 32 for c in document):
+        raise InvalidMemory("a document source is a path or URL, with no control characters")
+    return MemorySource(document=document.strip())
+
+
+def _author(by: Author) -> MemoryAuthor:
+    match by:
+        case ByUser(user_id=user_id):
+            return MemoryAuthor(kind="user", id=user_id)
+        case ByAgent(session_id=session_id):
+            return MemoryAuthor(kind="agent", id=session_id)
+
+
+def _memory_out(memory: Memory, *, deduplicated: bool = False) -> MemoryOut:
+    s = memory.source
+    return MemoryOut(
+        id=memory.memory_id,
+        text=memory.text,
+        category=memory.category,
+        namespace=str(memory.namespace),
+        source=MemorySourceOut(session_id=s.session_id, version=s.version, document=s.document),
+        expires_at=memory.expires_at,
+        created_at=memory.created_at,
+        updated_at=memory.updated_at,
+        created_by=_author(memory.created_by),
+        updated_by=_author(memory.updated_by),
+        revision=memory.revision,
+        deduplicated=deduplicated,
+    )
+
+
+def _row_out(row: MemoryRow) -> MemoryOut:
+    return MemoryOut(
+        id=row.memory_id,
+        text=row.text,
+        category=check_category(row.category),
+        namespace=row.namespace,
+        source=_source(row.source_session_id, row.source_version, row.source_document),
+        expires_at=row.expires_at,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        created_by=MemoryAuthor(kind=row.created_by_kind, id=row.created_by),
+        updated_by=MemoryAuthor(kind=row.updated_by_kind, id=row.updated_by),
+        revision=row.revision,
+    )
+
+
+def _hit_out(hit: MemoryHit) -> MemoryHitOut:
+    return MemoryHitOut(
+        id=hit.memory_id,
+        text=hit.text,
+        category=check_category(hit.category),
+        namespace=hit.namespace,
+        score=hit.score,
+        source=_source(hit.source_session_id, hit.source_version, hit.source_document),
+    )
+
+
+def _source(session_id: UUID | None, version: int | None, document: str | None) -> MemorySourceOut:
+    return MemorySourceOut(session_id=session_id, version=version, document=document)

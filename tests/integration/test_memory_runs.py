@@ -1,0 +1,125 @@
+"""Long-term memory in runs on the whole system (real Postgres, NATS, the memories read
+model with pgvector): the agent remembers in one session of a user and recalls in
+another, at the run's start and with its `recall` tool; a user of another tenant, chatting
+about the same thing, recalls nothing; episodic search finds the first session; and a
+replay of the recalling session reproduces it from the log."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+from uuid import UUID
+
+import pytest
+from litestar.testing import TestClient
+
+from adapters.bootstrap import bootstrap
+from adapters.demo import replay_events
+from adapters.http.app import create_app
+from adapters.llm.scripted import ScriptedLLM, session_of
+from adapters.settings import Settings
+from adapters.system import System
+from domain.conversation import ModelRequest, StreamItem
+from domain.session import AgentSession as S
+from tests.integration.test_artifacts_api import sign_up
+
+pytestmark = pytest.mark.integration
+Client = TestClient  # type: ignore[type-arg]
+
+FACT = "The Lyon office closes at 18:00 on Fridays"
+
+
+class BySession:
+    """A scripted model per session, chosen once the session exists."""
+
+    def __init__(self) -> None:
+        self.scripts: dict[str, ScriptedLLM] = {}
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        async for item in self.scripts[session_of(request)].stream(request):
+            yield item
+
+
+def remembers() -> ScriptedLLM:
+    call = {"name": "remember", "id": "m1",
+            "input": {"text": FACT, "category": "knowledge"}}  # fmt: skip
+    return ScriptedLLM.from_turns([{"tool_calls": [call]}, {"text": "I will remember."}])
+
+
+def recalls() -> ScriptedLLM:
+    call = {"name": "recall", "id": "r1", "input": {"query": "Lyon office Friday"}}
+    return ScriptedLLM.from_turns([{"tool_calls": [call]}, {"text": "It closes at 18:00."}])
+
+
+@pytest.fixture
+def running(
+    settings: Settings, database_url: str, nats_url: str
+) -> Iterator[tuple[Client, System, BySession]]:
+    llm = BySession()
+    system = bootstrap(settings, database_url=database_url, nats_url=nats_url, llm=llm)
+    app = create_app(system.container, system.services, system.engine)
+    try:
+        with TestClient(app) as client:
+            yield client, system, llm
+    finally:
+        system.close()
+
+
+def chat(client: Client, who: dict[str, str], workspace: str, llm: BySession,
+         script: ScriptedLLM, text: str) -> UUID:  # fmt: skip
+    made = client.post("/api/v1/sessions/", json={"workspace_id": workspace, "title": "t"},
+                       headers=who)  # fmt: skip
+    assert made.status_code == 201, made.text
+    sid = UUID(made.json()["id"])
+    llm.scripts[str(sid)] = script
+    with client.stream("POST", f"/api/v1/chat/{sid}/message", json={"content": text},
+                       headers=who) as stream:  # fmt: skip
+        for line in stream.iter_lines():
+            if line.startswith("data:") and json.loads(line[5:]).get("type") in ("done", "error"):
+                assert json.loads(line[5:])["type"] == "done", line
+                break
+    return sid
+
+
+def test_remembered_in_one_session_is_recalled_in_the_next_and_only_by_its_user(
+    running: tuple[Client, System, BySession],
+) -> None:
+    client, system, llm = running
+    alice, workspace = sign_up(client, "alice@example.com")
+    first = chat(client, alice, workspace, llm, remembers(), "Note when the Lyon office closes")
+    second = chat(
+        client, alice, workspace, llm, recalls(), "When does the Lyon office close on Fridays?"
+    )
+
+    events = list(system.container.sessions.session_events(second))
+    (recalled,) = [e for e in events if isinstance(e, S.MemoriesRecalled)]
+    assert [m.text for m in recalled.memories] == [FACT]
+    assert recalled.memories[0].source_session_id == first
+    (result,) = [e for e in events if isinstance(e, S.ToolResultRecorded)]
+    assert FACT in result.summary
+
+    listed = client.get("/api/v1/memories", headers=alice).json()
+    (memory,) = listed["items"]
+    assert memory["source"]["session_id"] == str(first)
+    assert memory["created_by"] == {"kind": "agent", "id": str(first)}
+
+    found = client.get("/api/v1/search", params={"q": "Lyon office"}, headers=alice).json()
+    assert str(first) in {item["session_id"] for item in found["items"]}
+
+    mallory, elsewhere = sign_up(client, "mallory@example.com")
+    theirs = chat(
+        client, mallory, elsewhere, llm, recalls(), "When does the Lyon office close on Fridays?"
+    )
+    events = list(system.container.sessions.session_events(theirs))
+    assert not [e for e in events if isinstance(e, S.MemoriesRecalled)]
+    (result,) = [e for e in events if isinstance(e, S.ToolResultRecorded)]
+    assert FACT not in result.summary
+    searched = client.get("/api/v1/search", params={"q": "Lyon office"}, headers=mallory)
+    assert {item["session_id"] for item in searched.json()["items"]} == {str(theirs)}
+    assert client.get("/api/v1/memories", headers=mallory).json()["items"] == []
+
+    replayed = asyncio.run(
+        replay_events(system.engine, list(system.container.sessions.session_events(second)))
+    )
+    assert replayed.identical, replayed.divergence
