@@ -41,6 +41,7 @@ from domain.memories import (
 DUPLICATE_SIMILARITY = 0.92  # cosine similarity above which a new memory is the same one
 WAIT = 2.0  # seconds a command waits for the index to show what it wrote
 MAX_K = 100
+MAX_QUERY = 2000  # characters of a search query
 RETRIES = 3
 T = TypeVar("T")
 
@@ -182,6 +183,8 @@ class Memories:
         """The best `k` unexpired memories of the namespaces for `query`."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidMemory("a search needs a query: say what to look for")
+        if len(query) > MAX_QUERY:
+            raise InvalidMemory(f"a search query has at most {MAX_QUERY} characters")
         k = check_k(k)
         wanted = [check_category(c) for c in categories] if categories else None
         if not namespaces:

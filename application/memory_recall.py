@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Protocol
 from uuid import UUID
 
-from application.memories import Memories
+from application.memories import MAX_QUERY, Memories
 from application.run_state import RunState
 from application.sessions import SessionService
 from domain.authors import ByAgent
@@ -64,7 +64,8 @@ class MemoryRecall:
     ) -> list[RecalledMemory]:
         if not message.strip():
             return []
-        hits = await self.memories.search(message, scope.namespaces, k=self.k)
+        query = message[:MAX_QUERY]  # a 1 MiB message is no better a query than its start
+        hits = await self.memories.search(query, scope.namespaces, k=self.k)
         return [
             RecalledMemory(
                 h.memory_id,
@@ -78,7 +79,7 @@ class MemoryRecall:
             for h in hits
             if h.similarity is None
             or h.similarity >= self.min_similarity
-            or _shares_words(h.text, message)
+            or _shares_words(h.text, query)
         ]
 
 
@@ -175,8 +176,8 @@ class RunMemory:
                 memories = []
             if memories:
                 await state.record(
-                    sessions.recall_memories, state.session_id, state.run_id, asked.text,
-                    memories,
+                    sessions.recall_memories, state.session_id, state.run_id,
+                    asked.text[:MAX_QUERY], memories,
                 )  # fmt: skip
         if self.auto is not None:
             await self.auto.user_asked(

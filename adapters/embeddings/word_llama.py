@@ -16,6 +16,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 DEFAULT_DIMENSION = 256
+# Characters of a text that are embedded: the model averages token vectors, so a text's
+# start says what it is about, and a 1 MiB message would cost seconds of CPU.
+MAX_CHARS = 8192
 
 
 class _WordLlamaModel(Protocol):
@@ -64,5 +67,5 @@ class WordLlamaEmbedder:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
-        vectors = self._model.embed(list(texts), norm=True)
+        vectors = self._model.embed([t[:MAX_CHARS] for t in texts], norm=True)
         return [[float(x) for x in row] for row in vectors]
