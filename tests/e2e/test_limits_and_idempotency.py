@@ -348,8 +348,8 @@ def test_metrics_show_requests_streams_events_lags_and_tokens(start_server: Star
             ready = (
                 m[("tokendance_sse_streams_open", ())] == 0
                 # sessions, working_memory, confirmations, accounts, usage, budgets, artifacts,
-                # workspace_files
-                and len(lags) == 8
+                # workspace_files, memories, episodes
+                and len(lags) == 10
                 and not any(lags)
                 and m.get(("tokendance_relay_lag_events", ())) == 0
                 and m[("tokendance_model_tokens_total", (("kind", "input"),))] == 1200

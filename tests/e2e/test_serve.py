@@ -62,6 +62,8 @@ def test_serve_starts_everything_answers_health_and_stops_cleanly(data_root: Pat
             "budgets",
             "artifacts",
             "workspace_files",
+            "memories",
+            "episodes",
         ]
         postgres_pid = int((data_dir / "postgres" / "postmaster.pid").read_text().split()[0])
     finally:
