@@ -113,8 +113,7 @@ class EpisodesView(SessionView):
         # The ready model's index; a model brought in later gets its own from `reembed`.
         with self.datastore.transaction(commit=True) as curs:
             ready = self.models.active(curs)
-            curs.execute(EPISODE_VECTORS.index_statement(ready.model, ready.dimension,
-                                                         concurrently=False))  # fmt: skip
+            EPISODE_VECTORS.ensure_index(curs, ready.model, ready.dimension)
 
     def apply_session_event(self, curs: Cursor[DictRow], event: SessionEvent) -> None:
         match event:

@@ -37,6 +37,8 @@ AuthorKind = Literal["user", "agent"]
 
 @dataclass(frozen=True)
 class MemoryRow:
+    """A memory as the read model holds it (what a listing shows)."""
+
     memory_id: UUID
     namespace: str
     kind: str
@@ -168,8 +170,7 @@ class MemoriesView(View):
         super().create_table()
         with self.datastore.transaction(commit=True) as curs:
             ready = self.models.active(curs)
-            curs.execute(self.VECTORS.index_statement(ready.model, ready.dimension,
-                                                      concurrently=False))  # fmt: skip
+            self.VECTORS.ensure_index(curs, ready.model, ready.dimension)
 
     def apply_event(self, curs: Cursor[DictRow], event: Event) -> None:
         if not isinstance(event, ACCOUNT_EVENT_CLASSES):

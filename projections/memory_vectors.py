@@ -74,6 +74,15 @@ class VectorTable:
         digest = hashlib.sha256(model.encode()).hexdigest()[:8]
         return f"{self.name[:28]}_hnsw_{slug}_{digest}"
 
+    def ensure_index(self, curs: Cursor[DictRow], model: str, dimension: int) -> None:
+        """The model's index, made if it is missing. Looked up first: `CREATE INDEX IF NOT
+        EXISTS` takes its table lock before it looks, and would queue behind (and block)
+        every writer of the table while other processes run."""
+        curs.execute("SELECT to_regclass(%s) IS NOT NULL AS found", (self.index_name(model),))
+        row = curs.fetchone()
+        if row is None or not row["found"]:
+            curs.execute(self.index_statement(model, dimension, concurrently=False))
+
     def index_statement(self, model: str, dimension: int, *, concurrently: bool) -> Composed:
         """A partial HNSW index on the model's vectors, cast to its dimension; a search
         uses it when it says the same cast and `model = '<id>'`."""
