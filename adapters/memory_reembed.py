@@ -7,8 +7,6 @@ in the server, and searches keep using the old model's vectors until the flip.
 
 from __future__ import annotations
 
-import re
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TextIO
@@ -16,7 +14,6 @@ from typing import TextIO
 from eventsourcing.postgres import PostgresDatastore
 from psycopg.conninfo import conninfo_to_dict
 
-from adapters.embeddings import HashingEmbedder, WordLlamaEmbedder
 from application.ports import Embedder
 from projections.memories import MemoriesView
 from projections.memory_vectors import (
@@ -28,16 +25,6 @@ from projections.memory_vectors import (
 )
 
 BAR_WIDTH = 30
-
-
-def embedder_for_model(model: str) -> Embedder:
-    """An embedder of the model a stored vector names (`hashing-256`,
-    `wordllama-l2_supercat-256`)."""
-    if found := re.fullmatch(r"hashing-(\d+)", model):
-        return HashingEmbedder(dimension=int(found[1]))
-    if found := re.fullmatch(r"wordllama-l2_supercat-(\d+)", model):
-        return WordLlamaEmbedder.load(dimension=int(found[1]))
-    raise ValueError(f"no embedder is known for the model {model!r}")
 
 
 def datastore_of(database_url: str, *, pool_size: int = 2) -> PostgresDatastore:
@@ -100,10 +87,3 @@ def _progress(out: TextIO, what: str) -> Iterator[Callable[[int, int], None]]:
             bar.update(done - bar.n)
 
         yield update
-
-
-if __name__ == "__main__":  # for trying it out: python -m adapters.memory_reembed URL NAME
-    from adapters.embeddings import build_embedder
-
-    sys.exit(run_reembed(sys.argv[1], build_embedder(sys.argv[2]), embedder_for_model,
-                         out=sys.stdout))  # fmt: skip
