@@ -9,6 +9,7 @@ gives the same rows; a re-embed moves this view's vectors to another model.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from adapters.container import Container
 from adapters.embeddings.hashing import HashingEmbedder
+from adapters.settings import Settings
 from application.ports import Embedder
 from application.sessions import Receipt, SessionService
 from domain.conversation import ModelTurn, TextBlock, ToolUseBlock, Usage
@@ -121,6 +123,12 @@ def where(hits: list[EpisodeHit]) -> set[tuple[UUID, int, str]]:
 
 def at(receipt: Receipt, kind: str) -> tuple[UUID, int, str]:
     return (receipt.session_id, receipt.version, kind)
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """The system's models are the hashing embedder's too: the view below uses it alone."""
+    return dataclasses.replace(settings, embedder="hashing")
 
 
 @pytest.fixture
