@@ -84,13 +84,17 @@ def _parser() -> argparse.ArgumentParser:
     rebuild.add_argument("name", nargs="?", help="one read model (default: all)")
     rebuild.set_defaults(func=_rebuild)
 
-    memory = commands.add_parser("memory", help="long-term memory upkeep (`memory reembed`)")
+    memory = commands.add_parser("memory", help="long-term memory upkeep (`reembed`, `graphs`)")
     memory_commands = memory.add_subparsers(required=True, metavar="ACTION")
     reembed = memory_commands.add_parser(
         "reembed", help="re-embed memories and episodes with another model, then switch to it"
     )
     reembed.add_argument("--embedder", help="the model to switch to (default: TOKENDANCE_EMBEDDER)")
     reembed.set_defaults(func=_reembed)
+    graphs = memory_commands.add_parser(
+        "graphs", help="give each large namespace its own vector graph now (and drop unused)"
+    )
+    graphs.set_defaults(func=_graphs)
     return parser
 
 
@@ -287,7 +291,7 @@ def _rebuild(settings: Settings, args: argparse.Namespace) -> None:
 
 def _reembed(settings: Settings, args: argparse.Namespace) -> None:
     from adapters.embeddings import EmbedderUnavailable, build_embedder, embedder_for
-    from adapters.memory_reembed import run_reembed
+    from adapters.memory_upkeep import run_reembed
     from projections.episodes import EPISODE_VECTORS
     from projections.memories import MemoriesView
 
@@ -300,6 +304,14 @@ def _reembed(settings: Settings, args: argparse.Namespace) -> None:
             system.container.database_url, embedder, embedder_for,
             out=sys.stderr, tables=(MemoriesView.VECTORS, EPISODE_VECTORS),
         )  # fmt: skip
+    sys.exit(status)
+
+
+def _graphs(settings: Settings, args: argparse.Namespace) -> None:
+    from adapters.memory_upkeep import run_graphs
+
+    with _system(settings, relay=False, projections=False) as system:
+        status = run_graphs(system.container.database_url, out=sys.stdout)
     sys.exit(status)
 
 

@@ -1,4 +1,5 @@
-"""What runs in the background: the relays (Postgres -> NATS) and the projection runners."""
+"""What runs in the background: the relays (Postgres -> NATS), the projection runners,
+and the upkeep of the memories' vector graphs."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ from adapters.nats.relay import Relay
 from adapters.nats.stream import EventStream
 from adapters.postgres.advisory_locks import AdvisoryLocks
 from adapters.postgres.leadership import Job, lead
+from projections.memories import MemoriesView
 from projections.runner import ProjectionRunner
+from projections.vector_graphs import GraphKeeper, keep_quietly
 from projections.view import ProjectionError
 
 
@@ -36,6 +39,7 @@ class Services:
     # Other processes may run the same projections: each view's runner then consumes
     # only while this process holds the view's lock, and stands by otherwise.
     standby: bool = False
+    graph_interval: float = 60.0  # seconds between passes of the vector graphs' keeper
     relay: Relay | None = None
     accounts_relay: Relay | None = None
     runners: dict[str, ProjectionRunner] = field(default_factory=dict)
@@ -50,6 +54,8 @@ class Services:
         connected = asyncio.Event()
         self._spawn(self._start_with_nats(connected), "nats connection")
         self._start_alert_webhook()
+        if self.projections_enabled:
+            self._start_graph_keeper()
         if wait_for_nats:
             await connected.wait()
 
@@ -104,6 +110,25 @@ class Services:
             self.container.database_url, s.alert_webhook, s.alert_webhook_secret.encode()
         )
         self._spawn(webhook.run(), "alert webhook")
+
+    def _start_graph_keeper(self) -> None:
+        """Give each namespace that grew large a vector graph of its own (and drop those no
+        longer wanted), a pass now and then; processes take turns by the keeper's lock."""
+        view = self.container.views.get(MemoriesView.name)
+        if view is None:
+            return
+        keeper = GraphKeeper(view.datastore, [MemoriesView.VECTORS])
+
+        async def keep() -> None:
+            while True:
+                await asyncio.sleep(self.graph_interval)
+                try:
+                    await asyncio.to_thread(keep_quietly, keeper)
+                except asyncio.CancelledError:
+                    keeper.cancel()  # a build runs for minutes: stop it, the next pass redoes it
+                    raise
+
+        self._spawn(keep(), "vector graphs")
 
     def _start_relay(self, recorder: PostgresApplicationRecorder, stream: EventStream) -> Relay:
         c = self.container

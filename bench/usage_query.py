@@ -35,8 +35,8 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 
 from eventsourcing.postgres import PostgresDatastore
-from psycopg.conninfo import conninfo_to_dict
 
+from adapters.postgres.eventstore import datastore_of
 from bench.api_harness import machine
 from bench.harness import fresh_servers, median, percentile
 from projections.usage import UsageView
@@ -48,18 +48,9 @@ TEAMS, WORKSPACES, USERS = 3, 10, 50
 MODELS = ["claude-sonnet-4-5", "claude-opus-4-5", "claude-haiku-4-5", "gpt-5"]
 
 
-def datastore(database_url: str, pool_size: int = 8, max_overflow: int = 8) -> PostgresDatastore:
+def datastore(database_url: str) -> PostgresDatastore:
     """A datastore on `database_url`, pooled as the server's (pool 8, overflow 8)."""
-    params = conninfo_to_dict(database_url)
-    return PostgresDatastore(
-        str(params.get("dbname") or "postgres"),
-        str(params.get("host") or "localhost"),
-        str(params.get("port") or "5432"),
-        str(params.get("user") or "postgres"),
-        str(params.get("password") or ""),
-        pool_size=pool_size,
-        max_overflow=max_overflow,
-    )
+    return datastore_of(database_url, pool_size=8, max_overflow=8)
 
 
 def ids(kind: str, n: int) -> list[uuid.UUID]:

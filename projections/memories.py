@@ -26,11 +26,12 @@ from application.ports import MemoryHit
 from domain.accounts import ACCOUNT_EVENT_CLASSES
 from domain.memories import MEMORY_EVENT_CLASSES, MemoryEvent, MemoryNamespace
 from projections.memory_vectors import EmbeddingModels, VectorTable, vector_literal
+from projections.vector_graphs import CREATE_STATEMENTS as GRAPH_STATEMENTS
+from projections.vector_graphs import Graph, ready_groups
 from projections.view import Event, View
 
 TABLES = ("memory_namespaces", "memories", "memory_vectors")
 RRF_K = 60  # reciprocal rank fusion: score = sum over the two rankings of 1 / (60 + rank)
-EXACT_MAX = 5000  # a namespace this small is scanned exactly (an HNSW scan would miss it)
 MIN_EF, MAX_EF = 40, 1000  # hnsw.ef_search bounds (pgvector allows 1..1000)
 AuthorKind = Literal["user", "agent"]
 
@@ -96,13 +97,7 @@ WITH near AS MATERIALIZED ({{near}})
 SELECT n.memory_id, 1 - n.distance AS similarity FROM near n JOIN memories m USING (memory_id)
 WHERE {LIVE} ORDER BY n.distance, n.memory_id LIMIT 1
 """
-# Large namespaces through the model's HNSW index (same cast and predicate as the
-# index, filtered after the scan: hence a raised ef_search); small ones exactly.
-GRAPH = """SELECT memory_id, distance FROM (
-    SELECT memory_id, namespace,
-           (embedding::vector({dim})) <=> %(vector)s::vector({dim}) AS distance
-    FROM memory_vectors WHERE model = {model} ORDER BY distance LIMIT %(ef)s
-) AS graph WHERE namespace = ANY(%(large)s)"""
+# A namespace with a graph of its own goes through it (`Graph.scan`); the rest exactly.
 EXACT = """SELECT memory_id, (embedding::vector({dim})) <=> %(vector)s::vector({dim}) AS distance
     FROM memory_vectors WHERE model = {model} AND namespace = ANY(%(small)s)"""
 NOTHING = "SELECT NULL::uuid AS memory_id, NULL::float8 AS distance WHERE false"
@@ -113,8 +108,9 @@ class MemoriesView(View):
 
     name = "memories"
     VECTORS: ClassVar[VectorTable] = VectorTable(
-        "memory_vectors", "memories", "memory_id", "text", "memories", ("namespace",)
-    )
+        "memory_vectors", "memories", "memory_id", "text", "memories", ("namespace",),
+        graph_per="namespace",
+    )  # fmt: skip
     create_statements = (
         "CREATE EXTENSION IF NOT EXISTS vector",
         """CREATE TABLE IF NOT EXISTS memory_namespaces (
@@ -163,10 +159,12 @@ class MemoriesView(View):
     def __init__(self, datastore: PostgresDatastore, models: EmbeddingModels) -> None:
         super().__init__(datastore)
         self.models = models
-        self.sql_create_statements.extend(Composed([SQL(s)]) for s in models.create_statements)
+        statements = (*models.create_statements, *GRAPH_STATEMENTS)
+        self.sql_create_statements.extend(Composed([SQL(s)]) for s in statements)
 
     def create_table(self) -> None:
-        """The tables, and the ready model's index (the configured model's, at first)."""
+        """The tables (the ready model is the configured one, at first); graphs come as
+        namespaces grow (`GraphKeeper`)."""
         super().create_table()
         with self.datastore.transaction(commit=True) as curs:
             ready = self.models.active(curs)
@@ -237,11 +235,12 @@ class MemoriesView(View):
     ) -> list[MemoryHit]:
         """The best `k` unexpired memories of the namespaces: meaning and words fused."""
         with self._snapshot() as curs:
-            near, params = self._near(curs, query, namespaces, 2 * k)
+            candidates = max(4 * k, 20)
+            near, params = self._near(curs, query, namespaces, candidates)
             wanted = list(categories) if categories is not None else None
             curs.execute(
                 SQL(SEARCH).format(near=near),
-                {**params, "candidates": max(4 * k, 20), "query": query,
+                {**params, "candidates": candidates, "query": query,
                  "namespaces": list(namespaces), "k": k, "categories": wanted},
                 prepare=False,
             )  # fmt: skip
@@ -271,38 +270,23 @@ class MemoriesView(View):
     def _near(
         self, curs: Cursor[DictRow], text: str, namespaces: Sequence[str], wanted: int
     ) -> tuple[Composed, dict[str, object]]:
-        """The vector candidates' query for these namespaces, and its parameters; sets
-        `hnsw.ef_search` for this transaction so the graph scan, filtered after it, keeps
-        about `wanted` (each candidate costs time: pgvector 0.6 cannot scan on)."""
+        """The vector candidates' query for these namespaces, and its parameters: at least
+        `wanted` from each namespace walked through its own graph (with `hnsw.ef_search`
+        set for this transaction to match), every vector of the others."""
         embedder = self.models.active(curs)
-        curs.execute(
-            "SELECT namespace, memories, "
-            "(SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass) AS total "
-            "FROM memory_namespaces WHERE namespace = ANY(%s)",
-            (list(namespaces),),
-        )
-        rows = curs.fetchall()
-        sizes = {str(r["namespace"]): int(r["memories"]) for r in rows}
-        total = max([float(r["total"]) for r in rows] + [float(sum(sizes.values()))])
-
-        def ef(size: int) -> int:  # to find `wanted` in `size` of `total`, with a margin
-            return max(MIN_EF, round(1.5 * wanted * total / max(size, 1)))
-
-        # Exactly when that is cheap, or when even the widest graph scan would miss some.
-        small = [n for n, size in sizes.items() if size <= EXACT_MAX or ef(size) > MAX_EF]
-        large = [n for n in sizes if n not in small]
-        ef_search = ef(sum(sizes[n] for n in large))
+        graphs = ready_groups(curs, self.VECTORS, embedder.model, namespaces)
+        small = [n for n in namespaces if n not in graphs]
         names = {"dim": SqlLiteral(embedder.dimension), "model": SqlLiteral(embedder.model)}
-        branches = ([SQL(GRAPH).format(**names)] if large else []) + (
-            [SQL(EXACT).format(**names)] if small else []
-        )
-        if large:
-            curs.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
+        branches = [
+            Graph(self.VECTORS, n, embedder.model).scan("memory_id", embedder.dimension)
+            for n in sorted(graphs)
+        ] + ([SQL(EXACT).format(**names)] if small else [])
+        ef = min(MAX_EF, max(MIN_EF, 2 * wanted))
+        if graphs:
+            curs.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
         near = SQL(" UNION ALL ").join(branches) if branches else SQL(NOTHING)
         [vector] = embedder.embed([text])
-        params: dict[str, object] = {
-            "vector": vector_literal(vector), "ef": ef_search, "large": large, "small": small,
-        }  # fmt: skip
+        params: dict[str, object] = {"vector": vector_literal(vector), "ef": ef, "small": small}
         return Composed([near]), params
 
     # -- reads for the API and tests -------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from eventsourcing.postgres import PostgresDatastore
 from psycopg.conninfo import conninfo_to_dict
 
 
@@ -36,3 +37,19 @@ def eventstore_env(database_url: str, *, pool_size: int, max_overflow: int) -> d
         # within about half a minute instead of hanging for five.
         "POSTGRES_CONNECT_TIMEOUT": "3",
     }
+
+
+def datastore_of(
+    database_url: str, *, pool_size: int = 2, max_overflow: int = 10
+) -> PostgresDatastore:
+    """A pooled datastore on `database_url`, for a tool's own tables (no event store)."""
+    params = conninfo_to_dict(database_url)
+    return PostgresDatastore(
+        str(params.get("dbname") or "postgres"),
+        str(params.get("host") or "localhost"),
+        str(params.get("port") or "5432"),
+        str(params.get("user") or "postgres"),
+        str(params.get("password") or ""),
+        pool_size=pool_size,
+        max_overflow=max_overflow,
+    )

@@ -28,8 +28,9 @@ from domain.conversation import ModelTurn, TextBlock, ToolUseBlock, Usage
 from domain.values import Citation
 from projections import episode_queries
 from projections.episodes import EPISODE_VECTORS, EpisodeHit, EpisodesView
-from projections.memory_vectors import EmbeddingModels, model_states, reembed
+from projections.memory_vectors import EmbeddingModels, model_states
 from projections.rebuild import rebuild
+from projections.reembed import reembed
 from projections.view import decode
 
 pytestmark = pytest.mark.integration

@@ -19,19 +19,21 @@ from uuid import UUID, uuid4
 
 import pytest
 from eventsourcing.application import AggregateNotFoundError, Application
-from psycopg.sql import SQL, Literal
+from psycopg.sql import SQL
 
-import projections.memories as memories_module
-import projections.memory_vectors as memory_vectors
+import projections.reembed as reembed_module
+import projections.vector_graphs as vector_graphs
 from adapters.embeddings import HashingEmbedder
-from adapters.memory_reembed import datastore_of, run_reembed
-from adapters.postgres.eventstore import eventstore_env
+from adapters.memory_upkeep import run_graphs, run_reembed
+from adapters.postgres.eventstore import datastore_of, eventstore_env
 from application.ports import Embedder, MemoryHit
 from domain.authors import ByUser
 from domain.memories import MemoryNamespace, MemorySource, Namespace
 from projections.memories import MemoriesView
-from projections.memory_vectors import EmbeddingModels, model_states, reembed, vector_literal
+from projections.memory_vectors import EmbeddingModels, model_states, vector_literal
 from projections.rebuild import rebuild
+from projections.reembed import reembed
+from projections.vector_graphs import Graph, GraphKeeper, ready_groups
 from projections.view import decode
 
 pytestmark = pytest.mark.integration
@@ -56,6 +58,7 @@ class Memories:
         self.models = EmbeddingModels(HashingEmbedder(), embedder_for)
         self.view = MemoriesView(self.datastore, self.models)
         self.view.create_table()
+        self.graphs: GraphKeeper | None = None  # a pass after each feed, when set
         self._feeding = threading.Lock()
 
     def remember(
@@ -92,6 +95,8 @@ class Memories:
             log = self.store.recorder.select_notifications(self.view.position() + 1, 10_000)
             mapper = self.store.mapper
             self.view.apply_batch([(n.id, decode(mapper, "memories", n.id, n)) for n in log])
+            if self.graphs is not None:
+                assert not self.graphs.keep().busy
 
     def search(
         self, query: str, *namespaces: Namespace, k: int = 5, categories: list[str] | None = None
@@ -160,11 +165,17 @@ def test_recall_at_5_on_a_fixture_of_50_memories(memories: Memories) -> None:
 
 
 @pytest.fixture(params=["exact", "graph"])
-def scan(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Namespaces searched exactly (small ones), or through the graph scan (large ones)."""
+def scan(request: pytest.FixtureRequest, memories: Memories) -> Iterator[str]:
+    """Namespaces searched exactly (small ones), or each through its own graph (large
+    ones: here every namespace gets a graph as soon as it has a memory)."""
     if request.param == "graph":
-        monkeypatch.setattr(memories_module, "EXACT_MAX", 0)
-    return str(request.param)
+        memories.graphs = GraphKeeper(memories.datastore, [MemoriesView.VECTORS], minimum=1)
+    yield str(request.param)
+    with memories.datastore.transaction() as curs:
+        curs.execute("SELECT DISTINCT namespace FROM memories")
+        namespaces = [str(r["namespace"]) for r in curs.fetchall()]
+        graphs = ready_groups(curs, MemoriesView.VECTORS, "hashing-256", namespaces)
+    assert namespaces and graphs == (set(namespaces) if request.param == "graph" else set())
 
 
 def test_only_the_namespaces_and_categories_asked_for_are_searched(
@@ -243,27 +254,111 @@ def test_a_forgotten_memory_is_gone_at_once_and_after_a_rebuild(memories: Memori
     assert forgotten not in memories.search("boat blue", ns, k=10)
 
 
-def test_the_graph_scan_can_use_the_ready_models_index(memories: Memories) -> None:
-    """The search says the index's own cast and predicate, so the planner may use it."""
-    memories.remember(user(), ["a memory so the table is not empty"])
-    graph = SQL(memories_module.GRAPH).format(dim=Literal(256), model=Literal("hashing-256"))
-    vector = vector_literal([1.0] + [0.0] * 255)
+def graph_state(memories: Memories) -> dict[str, bool]:
+    """Each graph listed for memory_vectors: its namespace, and whether it is valid."""
+    with memories.datastore.get_connection() as conn:
+        rows = conn.execute(
+            "SELECT g.grp, coalesce(i.indisvalid, false) AS valid FROM vector_graphs g "
+            "LEFT JOIN pg_class c ON c.relname = g.index_name "
+            "LEFT JOIN pg_index i ON i.indexrelid = c.oid"
+        ).fetchall()
+    return {str(r["grp"]): bool(r["valid"]) for r in rows}
+
+
+def indexes_of_vectors(memories: Memories) -> set[str]:
+    with memories.datastore.get_connection() as conn:
+        rows = conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'memory_vectors'"
+        ).fetchall()
+    return {str(r["indexname"]) for r in rows}
+
+
+def test_a_namespace_gets_a_graph_of_its_own_when_large_and_loses_it_when_small(
+    memories: Memories,
+) -> None:
+    keeper = GraphKeeper(memories.datastore, [MemoriesView.VECTORS], minimum=4)
+    large, small = user(), user()
+    ids = memories.remember(
+        large, [f"note {i}: the {w} team ships" for i, w in enumerate(WORDS[:5])]
+    )
+    memories.remember(small, ["one note", "another note"])
+    exact = memories.hits("the support team ships", large, k=3)
+    assert not indexes_of_vectors(memories) & {MemoriesView.VECTORS.index_name("hashing-256")}
+
+    kept = keeper.keep()
+    assert kept.built == [f"{large} (hashing-256)"] and not kept.dropped, kept
+    graph = Graph(MemoriesView.VECTORS, str(large), "hashing-256")
+    assert graph.name in indexes_of_vectors(memories)
+    assert memories.hits("the support team ships", large, k=3) == exact, "same answer by graph"
     with memories.datastore.transaction() as curs:
-        curs.execute("SET LOCAL enable_seqscan = off")
-        curs.execute(
-            SQL("EXPLAIN ") + graph, {"vector": vector, "ef": 40, "large": ["x"]}, prepare=False
-        )
+        # Tiny here, so sorting a few rows looks cheaper than any graph: not an option.
+        curs.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off")
+        vector = vector_literal([1.0] + [0.0] * 255)
+        curs.execute(SQL("EXPLAIN ") + graph.scan("memory_id", 256),
+                     {"vector": vector, "ef": 40}, prepare=False)  # fmt: skip
         plan = "\n".join(str(r["QUERY PLAN"]) for r in curs.fetchall())
-    assert MemoriesView.VECTORS.index_name("hashing-256") in plan, plan
+    assert graph.name in plan, "the search says the graph's cast and predicate"
+    assert "nothing to do" in str(keeper.keep())
+
+    for memory_id in ids[:3]:  # 2 left: at half the minimum, a graph that is there stays
+        memories.forget(large, memory_id)
+    assert keeper.keep().dropped == [] and graph_state(memories) == {str(large): True}
+    memories.forget(large, ids[3])
+    assert keeper.keep().dropped == [f"{large} (hashing-256)"]
+    assert graph_state(memories) == {} and graph.name not in indexes_of_vectors(memories)
+    assert memories.search("the team ships", large, k=3) == [ids[4]], "exactly, again"
+
+
+def test_a_graph_build_cut_short_is_found_and_made_again(memories: Memories) -> None:
+    keeper = GraphKeeper(memories.datastore, [MemoriesView.VECTORS], minimum=2)
+    ns = user()
+    memories.remember(ns, ["the first note", "the second note", "the third note"])
+    with memories.datastore.get_connection() as blocker:
+        # A writer's open transaction: a concurrent build waits for it to end.
+        blocker.autocommit = False
+        blocker.execute("LOCK TABLE memory_vectors IN ROW EXCLUSIVE MODE")
+        failures: list[BaseException] = []
+        building = threading.Thread(target=guarded(lambda: print(keeper.keep()), failures))
+        building.start()
+        name = Graph(MemoriesView.VECTORS, str(ns), "hashing-256").name
+        deadline = time.monotonic() + 30
+        while name not in indexes_of_vectors(memories) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert graph_state(memories) == {str(ns): False}, "made, not yet valid"
+        time.sleep(0.2)  # waiting for the blocker
+        keeper.cancel()
+        building.join(30)
+        blocker.rollback()
+        blocker.autocommit = True
+    assert not building.is_alive() and len(failures) == 1, failures
+    assert "canceling statement due to user request" in str(failures[0]), failures
+    assert graph_state(memories) == {str(ns): False}, "left invalid by the cancel"
+    with memories.datastore.transaction() as curs:  # searched exactly meanwhile
+        assert not ready_groups(curs, MemoriesView.VECTORS, "hashing-256", [str(ns)])
+    assert len(memories.search("the second note", ns, k=3)) == 3
+
+    again = GraphKeeper(memories.datastore, [MemoriesView.VECTORS], minimum=2).keep()
+    assert again.dropped == again.built == [f"{ns} (hashing-256)"], again
+    assert graph_state(memories) == {str(ns): True}
+    with memories.datastore.get_connection() as holder:  # a re-embed at work
+        holder.execute("SELECT pg_advisory_lock(hashtext('embedding_models'))")
+        busy = GraphKeeper(memories.datastore, [MemoriesView.VECTORS], minimum=2).keep()
+        holder.execute("SELECT pg_advisory_unlock(hashtext('embedding_models'))")
+    assert busy.busy and "nothing done" in str(busy)
 
 
 def test_reembedding_while_memories_keep_coming_never_mixes_models(
     memories: Memories, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(memory_vectors, "FILL_BATCH", 8)  # many batches to interleave with
-    ns = user()
+    monkeypatch.setattr(reembed_module, "FILL_BATCH", 8)  # many batches to interleave with
+    monkeypatch.setattr(vector_graphs, "GRAPH_MIN", 10)
+    ns, small = user(), user()
     memories.remember(ns, [f"note {i}: {w} for the {w}s team" for i, w in enumerate(WORDS)])
     [anchor] = memories.remember(ns, ["redeployment automations"])
+    memories.remember(small, ["a namespace searched exactly throughout"])
+    assert GraphKeeper(memories.datastore, [MemoriesView.VECTORS]).keep().built == [
+        f"{ns} (hashing-256)"
+    ]
     models = {m: embedder_for(m) for m in ("hashing-256", "hashing-128")}
     building, enough, stop = threading.Event(), threading.Event(), threading.Event()
     added: list[tuple[UUID, str]] = []  # after the new model was registered
@@ -330,8 +425,11 @@ def test_reembedding_while_memories_keep_coming_never_mixes_models(
         ).fetchall()
     assert rows is not None and counts == {"hashing-128": rows["n"]}, counts
     names = {r["indexname"] for r in indexes}
-    assert MemoriesView.VECTORS.index_name("hashing-128") in names
-    assert MemoriesView.VECTORS.index_name("hashing-256") not in names
+    graphs = {m: Graph(MemoriesView.VECTORS, str(ns), m).name for m in models}
+    assert graphs["hashing-128"] in names, "the new model's graph built before the flip"
+    assert graphs["hashing-256"] not in names, "the old one's dropped after it"
+    assert graph_state(memories) == {str(ns): True}
+    assert not names & {MemoriesView.VECTORS.index_name(m) for m in models}, "no whole graph"
     assert len(added) >= 5
     for memory_id, text in added:
         assert memories.view.nearest(str(ns), text) == (memory_id, pytest.approx(1.0, abs=1e-4))
@@ -454,3 +552,19 @@ QUERIES = [
     ("food allergies and diet", [2, 3]),
     ("which musical instruments does the user play", [33, 49]),
 ]
+
+
+def test_the_graphs_command_builds_the_graphs_due_and_says_what_it_did(
+    memories: Memories, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vector_graphs, "GRAPH_MIN", 3)
+    large = user()
+    memories.remember(large, ["the first note", "the second note", "the third note"])
+    memories.remember(user(), ["a lone note"])
+    out = io.StringIO()
+    assert run_graphs(database_url, out=out) == 0
+    assert out.getvalue() == f"tokendance memory graphs: built 1: {large} (hashing-256)\n"
+    assert graph_state(memories) == {str(large): True}
+    again = io.StringIO()
+    assert run_graphs(database_url, out=again) == 0
+    assert "nothing to do" in again.getvalue()

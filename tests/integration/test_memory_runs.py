@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Iterator
 from uuid import UUID
 
@@ -22,6 +23,9 @@ from adapters.settings import Settings
 from adapters.system import System
 from domain.conversation import ModelRequest, StreamItem
 from domain.session import AgentSession as S
+from projections import vector_graphs
+from projections.memories import MemoriesView
+from projections.vector_graphs import ready_groups
 from tests.integration.test_artifacts_api import sign_up
 
 pytestmark = pytest.mark.integration
@@ -123,3 +127,41 @@ def test_remembered_in_one_session_is_recalled_in_the_next_and_only_by_its_user(
         replay_events(system.engine, list(system.container.sessions.session_events(second)))
     )
     assert replayed.identical, replayed.divergence
+
+
+def test_the_server_gives_a_namespace_that_grew_large_a_graph_of_its_own(
+    settings: Settings, database_url: str, nats_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vector_graphs, "GRAPH_MIN", 3)
+    system = bootstrap(settings, database_url=database_url, nats_url=nats_url, llm=BySession())
+    system.services.graph_interval = 0.2
+    app = create_app(system.container, system.services, system.engine)
+    try:
+        with TestClient(app) as client:
+            alice, _ = sign_up(client, "alice@example.com")
+            me = client.get("/api/v1/auth/me", headers=alice).json()["id"]
+            texts = ["tea at four", "the Lyon office closes early", "the boat is blue"]
+            for text in texts:
+                made = client.post(
+                    "/api/v1/memories", json={"text": text, "category": "knowledge"}, headers=alice
+                )
+                assert made.status_code == 201, made.text
+            namespace = f"user:{me}"
+            deadline = time.monotonic() + 60
+            while not (graphs := built_graphs(system)) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert graphs == [namespace], "the keeper's pass built the large namespace's graph"
+            found = client.post("/api/v1/memories/search",
+                                json={"query": "Lyon office"}, headers=alice)  # fmt: skip
+            assert found.status_code == 200, found.text
+            assert found.json()["items"][0]["text"] == texts[1], "searched through its graph"
+    finally:
+        system.close()
+
+
+def built_graphs(system: System) -> list[str]:
+    datastore = system.container.views["memories"].datastore
+    with datastore.transaction() as curs:
+        curs.execute("SELECT grp, model FROM vector_graphs ORDER BY grp")
+        listed = [(str(r["grp"]), str(r["model"])) for r in curs.fetchall()]
+        return [g for g, m in listed if ready_groups(curs, MemoriesView.VECTORS, m, [g])]

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from projections.memory_vectors import (
-    ReembedReport,
     VectorTable,
     parse_vector,
     text_sha256,
     vector_literal,
 )
+from projections.reembed import ReembedReport
+from projections.vector_graphs import Graph, GraphsKept
 
 TABLE = VectorTable("memory_vectors", "memories", "memory_id", "text", "memories", ("namespace",))
 
@@ -52,3 +54,40 @@ def test_a_report_says_when_there_was_nothing_to_do() -> None:
     assert "already" in str(ReembedReport("hashing-256", "hashing-256", 0, 0.1))
     done = ReembedReport("hashing-256", "hashing-128", 42, 3.0)
     assert done.changed and str(done).startswith("re-embedded from hashing-256 to hashing-128")
+
+
+GROUPED = VectorTable(
+    "memory_vectors", "memories", "memory_id", "text", "memories", ("namespace",),
+    graph_per="namespace",
+)  # fmt: skip
+
+
+def test_each_group_and_model_gets_its_own_graph_name_within_postgres_limit() -> None:
+    groups = ["user:1", "user:2", "workspace:1", "team:" + "x" * 300, "it's"]
+    graphs = [Graph(GROUPED, g, m) for g in groups for m in ("hashing-256", "hashing-128")]
+    names = {g.name for g in graphs}
+    assert len(names) == len(graphs)
+    assert all(len(n.encode()) <= 63 and n.startswith("memory_vectors_graph_") for n in names)
+
+
+def test_a_graph_and_its_scan_say_the_same_cast_and_predicate_with_literals() -> None:
+    graph = Graph(GROUPED, "user:o'brien", "it's-256")
+    statement = graph.statement(256).as_string(None)
+    where = "WHERE model = 'it''s-256' AND \"namespace\" = 'user:o''brien'"
+    assert statement.startswith(f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{graph.name}"')
+    assert "USING hnsw ((embedding::vector(256)) vector_cosine_ops)" in statement
+    assert statement.endswith(where)
+    scan = graph.scan("memory_id", 256).as_string(None)
+    assert "(embedding::vector(256)) <=> %(vector)s::vector(256)" in scan
+    assert f"{where} ORDER BY distance LIMIT %(ef)s" in scan
+
+
+def test_only_a_table_grouped_by_one_of_its_columns_has_graphs_per_group() -> None:
+    with pytest.raises(ValueError, match="extra columns"):
+        VectorTable("v", "s", "k", "t", "view", ("namespace",), graph_per="owner")
+    with pytest.raises(ValueError, match="no groups"):
+        Graph(TABLE, "user:1", "hashing-256").predicate()
+    assert "nothing to do" in str(GraphsKept())
+    assert str(GraphsKept(built=["user:1 (m)"], dropped=["user:2 (m)"])) == (
+        "built 1: user:1 (m); dropped 1"
+    )

@@ -1,8 +1,10 @@
-"""`tokendance memory reembed [--embedder NAME]`: move the vector read models to another
-embedding model while the server keeps serving (`projections.memory_vectors.reembed`).
+"""The upkeep of long-term memory's vectors, from the command line.
 
-The command talks to the database only: the views go on writing through their runners
-in the server, and searches keep using the old model's vectors until the flip.
+`tokendance memory reembed [--embedder NAME]` moves the vector read models to another
+embedding model while the server keeps serving (`projections.reembed`): the views go on
+writing through their runners in the server, and searches keep using the old model's
+vectors until the flip. `tokendance memory graphs` gives each large namespace its graph
+now (`projections.vector_graphs`), rather than at the server's next pass.
 """
 
 from __future__ import annotations
@@ -11,32 +13,14 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TextIO
 
-from eventsourcing.postgres import PostgresDatastore
-from psycopg.conninfo import conninfo_to_dict
-
+from adapters.postgres.eventstore import datastore_of
 from application.ports import Embedder
 from projections.memories import MemoriesView
-from projections.memory_vectors import (
-    EmbedderFor,
-    EmbeddingModels,
-    ReembedBusy,
-    VectorTable,
-    reembed,
-)
+from projections.memory_vectors import EmbedderFor, EmbeddingModels, VectorTable
+from projections.reembed import ReembedBusy, reembed
+from projections.vector_graphs import GraphKeeper
 
 BAR_WIDTH = 30
-
-
-def datastore_of(database_url: str, *, pool_size: int = 2) -> PostgresDatastore:
-    params = conninfo_to_dict(database_url)
-    return PostgresDatastore(
-        str(params.get("dbname") or "postgres"),
-        str(params.get("host") or "localhost"),
-        str(params.get("port") or "5432"),
-        str(params.get("user") or "postgres"),
-        str(params.get("password") or ""),
-        pool_size=pool_size,
-    )
 
 
 def run_reembed(
@@ -63,6 +47,19 @@ def run_reembed(
         datastore.close()
     print(report, file=out)
     return 0
+
+
+def run_graphs(database_url: str, *, out: TextIO) -> int:
+    """One pass of the graph keeper, saying what it did; the exit status (1: busy)."""
+    datastore = datastore_of(database_url)
+    try:
+        keeper = GraphKeeper(datastore, [MemoriesView.VECTORS])
+        keeper.create_table()
+        kept = keeper.keep()
+    finally:
+        datastore.close()
+    print(f"tokendance memory graphs: {kept}", file=out)
+    return 1 if kept.busy else 0
 
 
 @contextmanager

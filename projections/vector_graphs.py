@@ -1,0 +1,250 @@
+"""HNSW graphs of their own for the large groups of a vectors table (a namespace's memories).
+
+pgvector 0.6 filters an HNSW scan only after the scan: among 1,000,000 vectors, a search
+within a namespace of 100,000 would walk ten times the graph to keep its k, and still
+miss most of the true nearest. So each group (a value of the table's `graph_per` column)
+that holds `GRAPH_MIN` vectors of a model gets a partial index of its own, `WHERE model =
+'<m>' AND <column> = '<value>'`, which a search naming both literally walks unfiltered;
+a smaller group is scanned exactly, which is fast at that size. A graph goes again when
+its group shrinks below half of `GRAPH_MIN`, or its model is retired.
+
+`vector_graphs` lists the graphs asked for; the catalog says which are built and valid,
+so a build cut short (an invalid index) is found, dropped and made again. A `GraphKeeper`
+pass does that upkeep; it takes the re-embed's lock, so the two never work at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import psycopg
+from eventsourcing.persistence import PersistenceError
+from eventsourcing.postgres import PostgresDatastore
+from psycopg import Connection, Cursor
+from psycopg.rows import DictRow
+from psycopg.sql import SQL, Composed, Identifier, Literal
+
+from projections.memory_vectors import VectorTable
+
+log = logging.getLogger(__name__)
+
+GRAPH_MIN = 10_000  # vectors of one model in one group before the group gets a graph
+LOCK = "hashtext('embedding_models')"  # the re-embed's lock: one of the two at a time
+CREATE_STATEMENTS = (
+    """CREATE TABLE IF NOT EXISTS vector_graphs (
+        index_name text PRIMARY KEY,
+        table_name text NOT NULL,
+        grp text NOT NULL,
+        model text NOT NULL,
+        UNIQUE (table_name, grp, model)
+    )""",
+)
+
+
+@dataclass(frozen=True)
+class Graph:
+    """One group's graph of one model's vectors."""
+
+    table: VectorTable
+    group: str
+    model: str
+
+    @property
+    def name(self) -> str:
+        digest = hashlib.sha256(f"{self.table.name}\0{self.model}\0{self.group}".encode())
+        return f"{self.table.name[:36]}_graph_{digest.hexdigest()[:16]}"
+
+    def statement(self, dimension: int) -> Composed:
+        return SQL(
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON {table} USING hnsw "
+            "((embedding::vector({dim})) vector_cosine_ops) WHERE {where}"
+        ).format(
+            index=Identifier(self.name),
+            table=Identifier(self.table.name),
+            dim=Literal(dimension),
+            where=self.predicate(),
+        )
+
+    def scan(self, key: str, dimension: int) -> Composed:
+        """The nearest `%(ef)s` of the group to `%(vector)s`, through the graph: the query
+        says the index's cast and predicate with literals, so the planner can use it."""
+        return SQL(
+            "(SELECT {key}, (embedding::vector({dim})) <=> %(vector)s::vector({dim}) "
+            "AS distance FROM {table} WHERE {where} ORDER BY distance LIMIT %(ef)s)"
+        ).format(
+            key=Identifier(key),
+            dim=Literal(dimension),
+            table=Identifier(self.table.name),
+            where=self.predicate(),
+        )
+
+    def predicate(self) -> Composed:
+        column = self.table.graph_per
+        if column is None:
+            raise ValueError(f"{self.table.name} has no groups with graphs of their own")
+        return SQL("model = {model} AND {column} = {group}").format(
+            model=Literal(self.model), column=Identifier(column), group=Literal(self.group)
+        )
+
+
+def ready_groups(
+    curs: Cursor[DictRow], table: VectorTable, model: str, groups: Sequence[str]
+) -> set[str]:
+    """Those of `groups` whose graph of `model` is built and valid."""
+    curs.execute(
+        "SELECT g.grp FROM vector_graphs g JOIN pg_class c ON c.relname = g.index_name "
+        "AND c.relnamespace = current_schema()::regnamespace "
+        "JOIN pg_index i ON i.indexrelid = c.oid "
+        "WHERE g.table_name = %s AND g.model = %s AND g.grp = ANY(%s) AND i.indisvalid",
+        (table.name, model, list(groups)),
+    )
+    return {str(r["grp"]) for r in curs.fetchall()}
+
+
+@dataclass
+class GraphsKept:
+    """What a keeper's pass did."""
+
+    built: list[str] = field(default_factory=list)  # "<group> (<model>)"
+    dropped: list[str] = field(default_factory=list)
+    busy: bool = False  # a re-embed (or another keeper) held the lock: nothing was done
+
+    def __str__(self) -> str:
+        if self.busy:
+            return "a re-embed or another keeper is at work: nothing done"
+        if not self.built and not self.dropped:
+            return "every large group has its graph: nothing to do"
+        parts = [f"built {len(self.built)}: {', '.join(self.built)}"] if self.built else []
+        parts += [f"dropped {len(self.dropped)}"] if self.dropped else []
+        return "; ".join(parts)
+
+
+class GraphKeeper:
+    """Builds the graphs large groups lack and drops those no longer wanted."""
+
+    def __init__(
+        self,
+        datastore: PostgresDatastore,
+        tables: Sequence[VectorTable],
+        *,
+        minimum: int | None = None,  # GRAPH_MIN
+    ) -> None:
+        if any(t.graph_per is None for t in tables):
+            raise ValueError("only tables with a `graph_per` column have graphs per group")
+        self.datastore = datastore
+        self.tables = tables
+        self.minimum = GRAPH_MIN if minimum is None else minimum
+        self._working: Connection[DictRow] | None = None
+        self._cancelled = False
+
+    def create_table(self) -> None:
+        with self.datastore.transaction(commit=True) as curs:
+            for statement in CREATE_STATEMENTS:
+                curs.execute(statement)
+
+    def keep(self, *, locked: bool = False) -> GraphsKept:
+        """One pass over the tables. `locked`: the caller (a re-embed) holds the lock."""
+        kept = GraphsKept()
+        with self.datastore.get_connection() as conn:
+            if not locked:
+                got = conn.execute(f"SELECT pg_try_advisory_lock({LOCK}) AS got").fetchone()
+                if not got or not got["got"]:
+                    return GraphsKept(busy=True)
+            self._working = conn
+            try:
+                for table in self.tables:
+                    self._keep(conn, table, kept)
+            finally:
+                self._working = None
+                if not locked:
+                    conn.execute(f"SELECT pg_advisory_unlock({LOCK})")
+        return kept
+
+    def cancel(self) -> None:
+        """Cut short the statement a pass is running (a build takes minutes), and start no
+        other; the next keeper finds the invalid index it leaves and makes it again."""
+        self._cancelled = True
+        if (conn := self._working) is not None:
+            conn.cancel_safe(timeout=5.0)
+
+    def _keep(self, conn: Connection[DictRow], table: VectorTable, kept: GraphsKept) -> None:
+        wanted, dimensions = self._wanted(conn, table)
+        listed = conn.execute(
+            "SELECT g.index_name, g.grp, g.model, coalesce(i.indisvalid, false) AS valid "
+            "FROM vector_graphs g LEFT JOIN pg_class c ON c.relname = g.index_name "
+            "AND c.relnamespace = current_schema()::regnamespace "
+            "LEFT JOIN pg_index i ON i.indexrelid = c.oid WHERE g.table_name = %s",
+            (table.name,),
+        ).fetchall()
+        valid = set()
+        for row in listed:
+            graph = Graph(table, str(row["grp"]), str(row["model"]))
+            if graph in wanted and row["valid"]:
+                valid.add(graph)
+            else:  # not wanted, or a build cut short: an invalid index still costs writes
+                _drop(conn, graph)
+                kept.dropped.append(f"{graph.group} ({graph.model})")
+        for graph in sorted(wanted - valid, key=lambda g: (g.model, g.group)):
+            if self._cancelled:
+                return
+            conn.execute(
+                "INSERT INTO vector_graphs (index_name, table_name, grp, model) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                (graph.name, table.name, graph.group, graph.model),
+            )
+            _build(conn, graph, dimensions[graph.model])
+            kept.built.append(f"{graph.group} ({graph.model})")
+            log.info("built the graph of %s for %s", graph.group, graph.model)
+
+    def _wanted(
+        self, conn: Connection[DictRow], table: VectorTable
+    ) -> tuple[set[Graph], dict[str, int]]:
+        """The graphs wanted now (a group at `minimum`, or one at half that whose graph is
+        there already: no build and drop as a group hovers), and the models' dimensions."""
+        models = conn.execute(
+            "SELECT model, dimension FROM embedding_models WHERE state IN ('ready', 'building')"
+        ).fetchall()
+        dimensions = {str(r["model"]): int(r["dimension"]) for r in models}
+        counts = conn.execute(
+            SQL(
+                "SELECT v.{column} AS grp, v.model, count(*) AS n, "
+                "bool_or(g.index_name IS NOT NULL) AS listed FROM {table} v "
+                "LEFT JOIN vector_graphs g ON g.table_name = %s AND g.grp = v.{column} "
+                "AND g.model = v.model WHERE v.model = ANY(%s) GROUP BY 1, 2 "
+                "HAVING count(*) >= %s"
+            ).format(column=Identifier(str(table.graph_per)), table=Identifier(table.name)),
+            (table.name, list(dimensions), max(self.minimum // 2, 1)),
+        ).fetchall()
+        wanted = {
+            Graph(table, str(r["grp"]), str(r["model"]))
+            for r in counts
+            if r["n"] >= self.minimum or r["listed"]
+        }
+        return wanted, dimensions
+
+
+def _build(conn: Connection[DictRow], graph: Graph, dimension: int) -> None:
+    conn.execute("SET maintenance_work_mem = '1GB'")
+    conn.execute("SET max_parallel_maintenance_workers = 1")
+    try:
+        conn.execute(graph.statement(dimension))
+    finally:
+        conn.execute("RESET maintenance_work_mem")
+        conn.execute("RESET max_parallel_maintenance_workers")
+
+
+def _drop(conn: Connection[DictRow], graph: Graph) -> None:
+    conn.execute(SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(Identifier(graph.name)))
+    conn.execute("DELETE FROM vector_graphs WHERE index_name = %s", (graph.name,))
+
+
+def keep_quietly(keeper: GraphKeeper) -> GraphsKept | None:
+    """A pass for a background loop: a database that cannot be reached now is logged."""
+    try:
+        return keeper.keep()
+    except (psycopg.Error, PersistenceError) as e:
+        log.warning("cannot keep the vector graphs now (%s); trying again later", e)
+        return None
