@@ -31,7 +31,6 @@ from adapters.container import Container
 from adapters.deltas import NullDeltaSink
 from adapters.documents.pdf import ReportLabDocumentRenderer
 from adapters.embeddings import EmbedderUnavailable, build_embedder, embedder_for
-from adapters.llm.anthropic import AnthropicLLM
 from adapters.llm.scripted import load_llm_spec
 from adapters.llm.tokens import TiktokenCounter
 from adapters.llm.unconfigured import HOW_TO_CONFIGURE, UnconfiguredLLM
@@ -290,6 +289,8 @@ def build_llm(settings: Settings) -> LLM:
     """The model the settings name: scripted, Anthropic (key found), or none."""
     if settings.llm:
         return load_llm_spec(settings.llm, counter=TiktokenCounter())
+    from adapters.llm.anthropic import AnthropicLLM  # the SDK takes seconds to import
+
     try:
         return AnthropicLLM.from_env(model=settings.model, max_tokens=settings.max_tokens)
     except LLMNotConfigured:
@@ -370,12 +371,7 @@ def build_skills(settings: Settings) -> Skills:
 @functools.cache
 def _skills(skills_dir: Path | None, embedder: str, threshold: float) -> Skills:
     registry = SkillRegistry.discover(builtin_skills_dir(), skills_dir)
-    try:
-        chosen = build_embedder(embedder)
-    except EmbedderUnavailable as e:
-        log.warning("skills are matched by keywords and hashed text only: %s", e)
-        chosen = build_embedder("hashing")
-    return Skills(registry, SkillMatcher(registry, chosen, threshold=threshold))
+    return Skills(registry, SkillMatcher(registry, loaded_embedder(embedder), threshold=threshold))
 
 
 def build_engine_settings(settings: Settings) -> EngineSettings:
@@ -445,17 +441,20 @@ def _open_store(
 
 def embedding_models(settings: Settings) -> EmbeddingModels:
     """The embedding models of memories and episodes: the configured one for new ones."""
-    return EmbeddingModels(memory_embedder(settings.embedder), embedder_for)
+    return EmbeddingModels(loaded_embedder(settings.embedder), embedder_for)
 
 
 @functools.cache
-def memory_embedder(name: str) -> Embedder:
-    """The embedder `name` (one per process: a model loads once); the hashing one, with a
-    warning, if the local model cannot load."""
+def loaded_embedder(name: str) -> Embedder:
+    """The embedder `name`, shared by memories, episodes and the skills' matcher (one per
+    process: a model loads once); the hashing one, with a warning, if it cannot load."""
     try:
         return build_embedder(name)
     except EmbedderUnavailable as e:
-        log.warning("embedder %s unavailable (%s): memories use the hashing embedder", name, e)
+        log.warning(
+            "embedder %s unavailable (%s): memories, episodes and skills use the hashing "
+            "embedder (skills are matched by keywords and hashed text only)", name, e,
+        )  # fmt: skip
         return build_embedder("hashing")
 
 
