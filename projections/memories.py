@@ -19,7 +19,7 @@ from uuid import UUID
 from eventsourcing.postgres import PostgresDatastore
 from psycopg import Cursor
 from psycopg.rows import DictRow
-from psycopg.sql import SQL, Composed
+from psycopg.sql import SQL, Composable, Composed
 from psycopg.sql import Literal as SqlLiteral
 
 from application.ports import MemoryHit
@@ -27,7 +27,7 @@ from domain.accounts import ACCOUNT_EVENT_CLASSES
 from domain.memories import MEMORY_EVENT_CLASSES, MemoryEvent, MemoryNamespace
 from projections.memory_vectors import EmbeddingModels, VectorTable, vector_literal
 from projections.vector_graphs import CREATE_STATEMENTS as GRAPH_STATEMENTS
-from projections.vector_graphs import Graph, ready_groups
+from projections.vector_graphs import WORDS, GroupIndex, ready_groups
 from projections.view import Event, View
 
 TABLES = ("memory_namespaces", "memories", "memory_vectors")
@@ -67,7 +67,9 @@ HIT_COLUMNS = (
 )
 LIVE = "(m.expires_at IS NULL OR m.expires_at > now())"
 WANTED = f"{LIVE} AND (%(categories)s::text[] IS NULL OR m.category = ANY(%(categories)s))"
-# Candidates by meaning (`near`, from the plan's branches), then each side ranked and fused.
+WORDS_MAX = 1000  # matches ranked by words per branch: a common word's are many, and slow
+# Candidates by meaning (`near`) and by words (`matched`), each from the branches the
+# namespaces' indexes allow; then each side ranked and the two fused.
 SEARCH = f"""
 WITH near AS MATERIALIZED ({{near}}),
 vec AS (
@@ -76,12 +78,10 @@ vec AS (
     FROM near n JOIN memories m USING (memory_id) WHERE {WANTED}
     ORDER BY n.distance, n.memory_id LIMIT %(candidates)s
 ),
+matched AS MATERIALIZED ({{matched}}),
 words AS (
-    SELECT m.memory_id,
-           row_number() OVER (ORDER BY ts_rank_cd(m.tsv, q) DESC, m.memory_id) AS rank
-    FROM memories m, websearch_to_tsquery('simple', %(query)s) AS q
-    WHERE m.tsv @@ q AND m.namespace = ANY(%(namespaces)s) AND {WANTED}
-    ORDER BY rank LIMIT %(candidates)s
+    SELECT memory_id, row_number() OVER (ORDER BY score DESC, memory_id) AS rank
+    FROM matched ORDER BY rank LIMIT %(candidates)s
 ),
 fused AS (
     SELECT memory_id, sum(1.0 / ({RRF_K} + rank)) AS score, max(similarity) AS similarity
@@ -97,10 +97,28 @@ WITH near AS MATERIALIZED ({{near}})
 SELECT n.memory_id, 1 - n.distance AS similarity FROM near n JOIN memories m USING (memory_id)
 WHERE {LIVE} ORDER BY n.distance, n.memory_id LIMIT 1
 """
-# A namespace with a graph of its own goes through it (`Graph.scan`); the rest exactly.
-EXACT = """SELECT memory_id, (embedding::vector({dim})) <=> %(vector)s::vector({dim}) AS distance
-    FROM memory_vectors WHERE model = {model} AND namespace = ANY(%(small)s)"""
+# By meaning: a namespace with a graph of its own through it (`GroupIndex.scan`); the
+# rest compared exactly, filtered before they are sorted (their vectors carry the filters).
+EXACT = f"""(SELECT memory_id, (embedding::vector({{dim}})) <=> %(vector)s::vector({{dim}})
+    AS distance FROM memory_vectors m
+    WHERE model = {{model}} AND namespace = ANY(%(small)s) AND {WANTED}
+    ORDER BY distance LIMIT %(ef)s)"""
 NOTHING = "SELECT NULL::uuid AS memory_id, NULL::float8 AS distance WHERE false"
+# By words: a namespace with a words index of its own through it (named literally, so the
+# planner can use that partial index); the rest by their own rows (OFFSET 0 keeps the
+# planner from reading a common word's posting list across every namespace instead).
+WORDS_OWN = f"""(SELECT m.memory_id, ts_rank_cd(m.tsv, q) AS score FROM (
+    SELECT memory_id, tsv FROM memories m WHERE m.namespace = {{namespace}}
+    AND m.tsv @@ websearch_to_tsquery('simple', %(query)s) AND {WANTED} LIMIT %(words_max)s
+) AS m, websearch_to_tsquery('simple', %(query)s) AS q)"""
+WORDS_ROWS = f"""(SELECT m.memory_id, ts_rank_cd(m.tsv, q) AS score FROM (
+    SELECT memory_id, tsv FROM (
+        SELECT memory_id, tsv, category, expires_at FROM memories
+        WHERE namespace = ANY(%(by_rows)s) OFFSET 0
+    ) AS m WHERE m.tsv @@ websearch_to_tsquery('simple', %(query)s) AND {WANTED}
+    LIMIT %(words_max)s
+) AS m, websearch_to_tsquery('simple', %(query)s) AS q)"""
+NO_WORDS = "SELECT NULL::uuid AS memory_id, NULL::float4 AS score WHERE false"
 
 
 class MemoriesView(View):
@@ -108,8 +126,8 @@ class MemoriesView(View):
 
     name = "memories"
     VECTORS: ClassVar[VectorTable] = VectorTable(
-        "memory_vectors", "memories", "memory_id", "text", "memories", ("namespace",),
-        graph_per="namespace",
+        "memory_vectors", "memories", "memory_id", "text", "memories",
+        ("namespace", "category", "expires_at"), graph_per="namespace", words="tsv",
     )  # fmt: skip
     create_statements = (
         "CREATE EXTENSION IF NOT EXISTS vector",
@@ -149,8 +167,22 @@ class MemoriesView(View):
             model text NOT NULL,
             embedding vector NOT NULL,
             namespace text NOT NULL,
+            category text NOT NULL,
+            expires_at timestamptz,
             PRIMARY KEY (memory_id, model)
         )""",
+        # Vectors written before they carried their memory's filters get them.
+        """DO $$ BEGIN
+            IF NOT EXISTS (SELECT 1 FROM information_schema.columns
+                           WHERE table_schema = current_schema()
+                           AND table_name = 'memory_vectors' AND column_name = 'category') THEN
+                ALTER TABLE memory_vectors ADD COLUMN category text,
+                    ADD COLUMN expires_at timestamptz;
+                UPDATE memory_vectors v SET category = m.category, expires_at = m.expires_at
+                    FROM memories m WHERE m.memory_id = v.memory_id;
+                ALTER TABLE memory_vectors ALTER COLUMN category SET NOT NULL;
+            END IF;
+        END $$""",
         "CREATE INDEX IF NOT EXISTS memory_vectors_by_namespace "
         "ON memory_vectors (namespace, model)",
     )
@@ -212,11 +244,12 @@ class MemoriesView(View):
         for embedder in embedders:
             [vector] = self.models.vectors(curs, embedder, [text])
             curs.execute(
-                "INSERT INTO memory_vectors (memory_id, model, embedding, namespace) "
-                "VALUES (%s, %s, %s::vector, "
-                "(SELECT namespace FROM memories WHERE memory_id = %s)) "
-                "ON CONFLICT (memory_id, model) DO UPDATE SET embedding = EXCLUDED.embedding",
-                (memory_id, embedder.model, vector_literal(vector), memory_id),
+                "INSERT INTO memory_vectors (memory_id, model, embedding, namespace, category, "
+                "expires_at) SELECT memory_id, %s, %s::vector, namespace, category, expires_at "
+                "FROM memories WHERE memory_id = %s ON CONFLICT (memory_id, model) DO UPDATE "
+                "SET embedding = EXCLUDED.embedding, category = EXCLUDED.category, "
+                "expires_at = EXCLUDED.expires_at",
+                (embedder.model, vector_literal(vector), memory_id),
             )
         curs.execute(
             "DELETE FROM memory_vectors WHERE memory_id = %s AND NOT model = ANY(%s)",
@@ -237,11 +270,12 @@ class MemoriesView(View):
         with self._snapshot() as curs:
             candidates = max(4 * k, 20)
             near, params = self._near(curs, query, namespaces, candidates)
+            matched, by_rows = self._matched(curs, namespaces)
             wanted = list(categories) if categories is not None else None
             curs.execute(
-                SQL(SEARCH).format(near=near),
-                {**params, "candidates": candidates, "query": query,
-                 "namespaces": list(namespaces), "k": k, "categories": wanted},
+                SQL(SEARCH).format(near=near, matched=matched),
+                {**params, "candidates": candidates, "query": query, "by_rows": by_rows,
+                 "words_max": WORDS_MAX, "k": k, "categories": wanted},
                 prepare=False,
             )  # fmt: skip
             return [MemoryHit(**row) for row in curs.fetchall()]
@@ -250,7 +284,9 @@ class MemoriesView(View):
         """The unexpired memory of `namespace` closest in meaning to `text`."""
         with self._snapshot() as curs:
             near, params = self._near(curs, text, [namespace], 1)
-            curs.execute(SQL(NEAREST).format(near=near), params, prepare=False)
+            curs.execute(
+                SQL(NEAREST).format(near=near), {**params, "categories": None}, prepare=False
+            )
             row = curs.fetchone()
         return (row["memory_id"], float(row["similarity"])) if row else None
 
@@ -278,7 +314,7 @@ class MemoriesView(View):
         small = [n for n in namespaces if n not in graphs]
         names = {"dim": SqlLiteral(embedder.dimension), "model": SqlLiteral(embedder.model)}
         branches = [
-            Graph(self.VECTORS, n, embedder.model).scan("memory_id", embedder.dimension)
+            GroupIndex(self.VECTORS, n, embedder.model).scan("memory_id", embedder.dimension)
             for n in sorted(graphs)
         ] + ([SQL(EXACT).format(**names)] if small else [])
         ef = min(MAX_EF, max(MIN_EF, 2 * wanted))
@@ -288,6 +324,20 @@ class MemoriesView(View):
         [vector] = embedder.embed([text])
         params: dict[str, object] = {"vector": vector_literal(vector), "ef": ef, "small": small}
         return Composed([near]), params
+
+    def _matched(
+        self, curs: Cursor[DictRow], namespaces: Sequence[str]
+    ) -> tuple[Composed, list[str]]:
+        """The words side's matches query for these namespaces, and those of them that
+        have no words index of their own (searched by their rows)."""
+        indexed = ready_groups(curs, self.VECTORS, WORDS, namespaces)
+        by_rows = [n for n in namespaces if n not in indexed]
+        branches: list[Composable] = [
+            SQL(WORDS_OWN).format(namespace=SqlLiteral(n)) for n in sorted(indexed)
+        ]
+        branches += [SQL(WORDS_ROWS)] if by_rows else []
+        matched = SQL(" UNION ALL ").join(branches) if branches else SQL(NO_WORDS)
+        return Composed([matched]), by_rows
 
     # -- reads for the API and tests -------------------------------------------------
 

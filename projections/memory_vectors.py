@@ -53,7 +53,8 @@ class VectorTable:
 
     The vectors of a model are in one HNSW graph, or, when `graph_per` names an `extra`
     column, in one graph per large group of rows with the same value there
-    (`projections.vector_graphs`): searches within a group then never filter a scan.
+    (`projections.vector_graphs`): searches within a group then never filter a scan. A
+    large group's rows of `source` then get a GIN index of their `words` column too.
     """
 
     name: str
@@ -63,6 +64,7 @@ class VectorTable:
     view: str
     extra: tuple[str, ...] = ()
     graph_per: str | None = None
+    words: str | None = None  # the source's tsvector column (with `graph_per`)
 
     def __post_init__(self) -> None:
         if self.graph_per is not None and self.graph_per not in self.extra:

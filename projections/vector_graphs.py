@@ -1,14 +1,16 @@
-"""HNSW graphs of their own for the large groups of a vectors table (a namespace's memories).
+"""Indexes of their own for the large groups of a vectors table (a namespace's memories):
+an HNSW graph per model, and a full-text index of the group's rows of the source table.
 
 pgvector 0.6 filters an HNSW scan only after the scan: among 1,000,000 vectors, a search
 within a namespace of 100,000 would walk ten times the graph to keep its k, and still
 miss most of the true nearest. So each group (a value of the table's `graph_per` column)
 that holds `GRAPH_MIN` vectors of a model gets a partial index of its own, `WHERE model =
-'<m>' AND <column> = '<value>'`, which a search naming both literally walks unfiltered;
-a smaller group is scanned exactly, which is fast at that size. A graph goes again when
-its group shrinks below half of `GRAPH_MIN`, or its model is retired.
+'<m>' AND <column> = '<value>'`, which a search naming both literally walks unfiltered.
+Likewise its words: a shared GIN index makes a common word's posting list span every
+group. A smaller group is compared row by row, which is fast at that size. A group's
+indexes go again when it shrinks below half of `GRAPH_MIN`, or their model is retired.
 
-`vector_graphs` lists the graphs asked for; the catalog says which are built and valid,
+`vector_graphs` lists the indexes asked for; the catalog says which are built and valid,
 so a build cut short (an invalid index) is found, dropped and made again. A `GraphKeeper`
 pass does that upkeep; it takes the re-embed's lock, so the two never work at once.
 """
@@ -31,7 +33,8 @@ from projections.memory_vectors import VectorTable
 
 log = logging.getLogger(__name__)
 
-GRAPH_MIN = 10_000  # vectors of one model in one group before the group gets a graph
+GRAPH_MIN = 5_000  # vectors of one model in one group before the group gets a graph
+WORDS = ""  # the `model` of a group's full-text index (`vector_graphs.model`)
 LOCK = "hashtext('embedding_models')"  # the re-embed's lock: one of the two at a time
 CREATE_STATEMENTS = (
     """CREATE TABLE IF NOT EXISTS vector_graphs (
@@ -45,19 +48,41 @@ CREATE_STATEMENTS = (
 
 
 @dataclass(frozen=True)
-class Graph:
-    """One group's graph of one model's vectors."""
+class GroupIndex:
+    """One group's own index: the HNSW graph of one model's vectors, or, for the model
+    `WORDS`, the full-text index of its rows of the source table."""
 
     table: VectorTable
     group: str
     model: str
 
     @property
+    def words(self) -> bool:
+        return self.model == WORDS
+
+    @property
+    def label(self) -> str:
+        """What a report calls it: "<group> (<model>)", or "<group> (words)"."""
+        return f"{self.group} ({self.model or 'words'})"
+
+    @property
     def name(self) -> str:
         digest = hashlib.sha256(f"{self.table.name}\0{self.model}\0{self.group}".encode())
-        return f"{self.table.name[:36]}_graph_{digest.hexdigest()[:16]}"
+        kind = "words" if self.words else "graph"
+        return f"{self.table.name[:36]}_{kind}_{digest.hexdigest()[:16]}"
 
     def statement(self, dimension: int) -> Composed:
+        if self.words:
+            return SQL(
+                "CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON {source} USING gin ({words}) "
+                "WHERE {column} = {group}"
+            ).format(
+                index=Identifier(self.name),
+                source=Identifier(self.table.source),
+                words=Identifier(str(self.table.words)),
+                column=Identifier(self._column()),
+                group=Literal(self.group),
+            )
         return SQL(
             "CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON {table} USING hnsw "
             "((embedding::vector({dim})) vector_cosine_ops) WHERE {where}"
@@ -82,18 +107,21 @@ class Graph:
         )
 
     def predicate(self) -> Composed:
-        column = self.table.graph_per
-        if column is None:
-            raise ValueError(f"{self.table.name} has no groups with graphs of their own")
+        """The graph's rows: `model = '<m>' AND <column> = '<group>'`."""
         return SQL("model = {model} AND {column} = {group}").format(
-            model=Literal(self.model), column=Identifier(column), group=Literal(self.group)
+            model=Literal(self.model), column=Identifier(self._column()), group=Literal(self.group)
         )
+
+    def _column(self) -> str:
+        if self.table.graph_per is None:
+            raise ValueError(f"{self.table.name} has no groups with indexes of their own")
+        return self.table.graph_per
 
 
 def ready_groups(
     curs: Cursor[DictRow], table: VectorTable, model: str, groups: Sequence[str]
 ) -> set[str]:
-    """Those of `groups` whose graph of `model` is built and valid."""
+    """Those of `groups` whose index of `model` (or `WORDS`) is built and valid."""
     curs.execute(
         "SELECT g.grp FROM vector_graphs g JOIN pg_class c ON c.relname = g.index_name "
         "AND c.relnamespace = current_schema()::regnamespace "
@@ -108,7 +136,7 @@ def ready_groups(
 class GraphsKept:
     """What a keeper's pass did."""
 
-    built: list[str] = field(default_factory=list)  # "<group> (<model>)"
+    built: list[str] = field(default_factory=list)  # labels: "<group> (<model>)"
     dropped: list[str] = field(default_factory=list)
     busy: bool = False  # a re-embed (or another keeper) held the lock: nothing was done
 
@@ -116,7 +144,7 @@ class GraphsKept:
         if self.busy:
             return "a re-embed or another keeper is at work: nothing done"
         if not self.built and not self.dropped:
-            return "every large group has its graph: nothing to do"
+            return "every large group has its indexes: nothing to do"
         parts = [f"built {len(self.built)}: {', '.join(self.built)}"] if self.built else []
         parts += [f"dropped {len(self.dropped)}"] if self.dropped else []
         return "; ".join(parts)
@@ -181,12 +209,12 @@ class GraphKeeper:
         ).fetchall()
         valid = set()
         for row in listed:
-            graph = Graph(table, str(row["grp"]), str(row["model"]))
+            graph = GroupIndex(table, str(row["grp"]), str(row["model"]))
             if graph in wanted and row["valid"]:
                 valid.add(graph)
             else:  # not wanted, or a build cut short: an invalid index still costs writes
                 _drop(conn, graph)
-                kept.dropped.append(f"{graph.group} ({graph.model})")
+                kept.dropped.append(graph.label)
         for graph in sorted(wanted - valid, key=lambda g: (g.model, g.group)):
             if self._cancelled:
                 return
@@ -195,13 +223,13 @@ class GraphKeeper:
                 "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
                 (graph.name, table.name, graph.group, graph.model),
             )
-            _build(conn, graph, dimensions[graph.model])
-            kept.built.append(f"{graph.group} ({graph.model})")
-            log.info("built the graph of %s for %s", graph.group, graph.model)
+            _build(conn, graph, dimensions.get(graph.model, 0))
+            kept.built.append(graph.label)
+            log.info("built the index %s", graph.label)
 
     def _wanted(
         self, conn: Connection[DictRow], table: VectorTable
-    ) -> tuple[set[Graph], dict[str, int]]:
+    ) -> tuple[set[GroupIndex], dict[str, int]]:
         """The graphs wanted now (a group at `minimum`, or one at half that whose graph is
         there already: no build and drop as a group hovers), and the models' dimensions."""
         models = conn.execute(
@@ -219,26 +247,28 @@ class GraphKeeper:
             (table.name, list(dimensions), max(self.minimum // 2, 1)),
         ).fetchall()
         wanted = {
-            Graph(table, str(r["grp"]), str(r["model"]))
+            GroupIndex(table, str(r["grp"]), str(r["model"]))
             for r in counts
             if r["n"] >= self.minimum or r["listed"]
         }
+        if table.words is not None:  # with any graph, the group's words
+            wanted |= {GroupIndex(table, g.group, WORDS) for g in wanted}
         return wanted, dimensions
 
 
-def _build(conn: Connection[DictRow], graph: Graph, dimension: int) -> None:
+def _build(conn: Connection[DictRow], index: GroupIndex, dimension: int) -> None:
     conn.execute("SET maintenance_work_mem = '1GB'")
     conn.execute("SET max_parallel_maintenance_workers = 1")
     try:
-        conn.execute(graph.statement(dimension))
+        conn.execute(index.statement(dimension))
     finally:
         conn.execute("RESET maintenance_work_mem")
         conn.execute("RESET max_parallel_maintenance_workers")
 
 
-def _drop(conn: Connection[DictRow], graph: Graph) -> None:
-    conn.execute(SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(Identifier(graph.name)))
-    conn.execute("DELETE FROM vector_graphs WHERE index_name = %s", (graph.name,))
+def _drop(conn: Connection[DictRow], index: GroupIndex) -> None:
+    conn.execute(SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(Identifier(index.name)))
+    conn.execute("DELETE FROM vector_graphs WHERE index_name = %s", (index.name,))
 
 
 def keep_quietly(keeper: GraphKeeper) -> GraphsKept | None:

@@ -33,7 +33,7 @@ from projections.memories import MemoriesView
 from projections.memory_vectors import EmbeddingModels, model_states, vector_literal
 from projections.rebuild import rebuild
 from projections.reembed import reembed
-from projections.vector_graphs import Graph, GraphKeeper, ready_groups
+from projections.vector_graphs import GraphKeeper, GroupIndex, ready_groups
 from projections.view import decode
 
 pytestmark = pytest.mark.integration
@@ -254,21 +254,22 @@ def test_a_forgotten_memory_is_gone_at_once_and_after_a_rebuild(memories: Memori
     assert forgotten not in memories.search("boat blue", ns, k=10)
 
 
-def graph_state(memories: Memories) -> dict[str, bool]:
-    """Each graph listed for memory_vectors: its namespace, and whether it is valid."""
+def graph_state(memories: Memories) -> dict[tuple[str, str], bool]:
+    """Each index listed in vector_graphs: its namespace and model ("" for its words), and
+    whether it is valid."""
     with memories.datastore.get_connection() as conn:
         rows = conn.execute(
-            "SELECT g.grp, coalesce(i.indisvalid, false) AS valid FROM vector_graphs g "
+            "SELECT g.grp, g.model, coalesce(i.indisvalid, false) AS valid FROM vector_graphs g "
             "LEFT JOIN pg_class c ON c.relname = g.index_name "
             "LEFT JOIN pg_index i ON i.indexrelid = c.oid"
         ).fetchall()
-    return {str(r["grp"]): bool(r["valid"]) for r in rows}
+    return {(str(r["grp"]), str(r["model"])): bool(r["valid"]) for r in rows}
 
 
-def indexes_of_vectors(memories: Memories) -> set[str]:
+def indexes_of_vectors(memories: Memories, table: str = "memory_vectors") -> set[str]:
     with memories.datastore.get_connection() as conn:
         rows = conn.execute(
-            "SELECT indexname FROM pg_indexes WHERE tablename = 'memory_vectors'"
+            "SELECT indexname FROM pg_indexes WHERE tablename = %s", (table,)
         ).fetchall()
     return {str(r["indexname"]) for r in rows}
 
@@ -286,9 +287,12 @@ def test_a_namespace_gets_a_graph_of_its_own_when_large_and_loses_it_when_small(
     assert not indexes_of_vectors(memories) & {MemoriesView.VECTORS.index_name("hashing-256")}
 
     kept = keeper.keep()
-    assert kept.built == [f"{large} (hashing-256)"] and not kept.dropped, kept
-    graph = Graph(MemoriesView.VECTORS, str(large), "hashing-256")
+    built = [f"{large} (words)", f"{large} (hashing-256)"]
+    assert kept.built == built and not kept.dropped, kept
+    graph = GroupIndex(MemoriesView.VECTORS, str(large), "hashing-256")
+    words = GroupIndex(MemoriesView.VECTORS, str(large), "")
     assert graph.name in indexes_of_vectors(memories)
+    assert words.name in indexes_of_vectors(memories, "memories")
     assert memories.hits("the support team ships", large, k=3) == exact, "same answer by graph"
     with memories.datastore.transaction() as curs:
         # Tiny here, so sorting a few rows looks cheaper than any graph: not an option.
@@ -298,14 +302,17 @@ def test_a_namespace_gets_a_graph_of_its_own_when_large_and_loses_it_when_small(
                      {"vector": vector, "ef": 40}, prepare=False)  # fmt: skip
         plan = "\n".join(str(r["QUERY PLAN"]) for r in curs.fetchall())
     assert graph.name in plan, "the search says the graph's cast and predicate"
+    assert memories.search("ships support", large, k=1) == [ids[3]], "by words, its index"
     assert "nothing to do" in str(keeper.keep())
 
     for memory_id in ids[:3]:  # 2 left: at half the minimum, a graph that is there stays
         memories.forget(large, memory_id)
-    assert keeper.keep().dropped == [] and graph_state(memories) == {str(large): True}
+    both = {(str(large), ""): True, (str(large), "hashing-256"): True}
+    assert keeper.keep().dropped == [] and graph_state(memories) == both
     memories.forget(large, ids[3])
-    assert keeper.keep().dropped == [f"{large} (hashing-256)"]
+    assert sorted(keeper.keep().dropped) == sorted(built)
     assert graph_state(memories) == {} and graph.name not in indexes_of_vectors(memories)
+    assert words.name not in indexes_of_vectors(memories, "memories")
     assert memories.search("the team ships", large, k=3) == [ids[4]], "exactly, again"
 
 
@@ -316,15 +323,16 @@ def test_a_graph_build_cut_short_is_found_and_made_again(memories: Memories) -> 
     with memories.datastore.get_connection() as blocker:
         # A writer's open transaction: a concurrent build waits for it to end.
         blocker.autocommit = False
-        blocker.execute("LOCK TABLE memory_vectors IN ROW EXCLUSIVE MODE")
+        blocker.execute("LOCK TABLE memories IN ROW EXCLUSIVE MODE")
         failures: list[BaseException] = []
         building = threading.Thread(target=guarded(lambda: print(keeper.keep()), failures))
         building.start()
-        name = Graph(MemoriesView.VECTORS, str(ns), "hashing-256").name
+        name = GroupIndex(MemoriesView.VECTORS, str(ns), "").name  # the words: built first
         deadline = time.monotonic() + 30
-        while name not in indexes_of_vectors(memories) and time.monotonic() < deadline:
+        while name not in indexes_of_vectors(memories, "memories"):
+            assert time.monotonic() < deadline, "the build never began"
             time.sleep(0.05)
-        assert graph_state(memories) == {str(ns): False}, "made, not yet valid"
+        assert graph_state(memories) == {(str(ns), ""): False}, "made, not yet valid"
         time.sleep(0.2)  # waiting for the blocker
         keeper.cancel()
         building.join(30)
@@ -332,14 +340,16 @@ def test_a_graph_build_cut_short_is_found_and_made_again(memories: Memories) -> 
         blocker.autocommit = True
     assert not building.is_alive() and len(failures) == 1, failures
     assert "canceling statement due to user request" in str(failures[0]), failures
-    assert graph_state(memories) == {str(ns): False}, "left invalid by the cancel"
-    with memories.datastore.transaction() as curs:  # searched exactly meanwhile
-        assert not ready_groups(curs, MemoriesView.VECTORS, "hashing-256", [str(ns)])
+    assert graph_state(memories) == {(str(ns), ""): False}, "left invalid; nothing more began"
+    with memories.datastore.transaction() as curs:  # searched by its rows meanwhile
+        assert not ready_groups(curs, MemoriesView.VECTORS, "", [str(ns)])
     assert len(memories.search("the second note", ns, k=3)) == 3
 
     again = GraphKeeper(memories.datastore, [MemoriesView.VECTORS], minimum=2).keep()
-    assert again.dropped == again.built == [f"{ns} (hashing-256)"], again
-    assert graph_state(memories) == {str(ns): True}
+    assert again.dropped == [f"{ns} (words)"], again
+    assert again.built == [f"{ns} (words)", f"{ns} (hashing-256)"], again
+    assert graph_state(memories) == {(str(ns), ""): True, (str(ns), "hashing-256"): True}
+    assert memories.search("second", ns, k=1) == memories.search("the second note", ns, k=1)
     with memories.datastore.get_connection() as holder:  # a re-embed at work
         holder.execute("SELECT pg_advisory_lock(hashtext('embedding_models'))")
         busy = GraphKeeper(memories.datastore, [MemoriesView.VECTORS], minimum=2).keep()
@@ -357,7 +367,8 @@ def test_reembedding_while_memories_keep_coming_never_mixes_models(
     [anchor] = memories.remember(ns, ["redeployment automations"])
     memories.remember(small, ["a namespace searched exactly throughout"])
     assert GraphKeeper(memories.datastore, [MemoriesView.VECTORS]).keep().built == [
-        f"{ns} (hashing-256)"
+        f"{ns} (words)",
+        f"{ns} (hashing-256)",
     ]
     models = {m: embedder_for(m) for m in ("hashing-256", "hashing-128")}
     building, enough, stop = threading.Event(), threading.Event(), threading.Event()
@@ -425,10 +436,10 @@ def test_reembedding_while_memories_keep_coming_never_mixes_models(
         ).fetchall()
     assert rows is not None and counts == {"hashing-128": rows["n"]}, counts
     names = {r["indexname"] for r in indexes}
-    graphs = {m: Graph(MemoriesView.VECTORS, str(ns), m).name for m in models}
+    graphs = {m: GroupIndex(MemoriesView.VECTORS, str(ns), m).name for m in models}
     assert graphs["hashing-128"] in names, "the new model's graph built before the flip"
     assert graphs["hashing-256"] not in names, "the old one's dropped after it"
-    assert graph_state(memories) == {str(ns): True}
+    assert graph_state(memories) == {(str(ns), ""): True, (str(ns), "hashing-128"): True}
     assert not names & {MemoriesView.VECTORS.index_name(m) for m in models}, "no whole graph"
     assert len(added) >= 5
     for memory_id, text in added:
@@ -563,8 +574,10 @@ def test_the_graphs_command_builds_the_graphs_due_and_says_what_it_did(
     memories.remember(user(), ["a lone note"])
     out = io.StringIO()
     assert run_graphs(database_url, out=out) == 0
-    assert out.getvalue() == f"tokendance memory graphs: built 1: {large} (hashing-256)\n"
-    assert graph_state(memories) == {str(large): True}
+    assert out.getvalue() == (
+        f"tokendance memory graphs: built 2: {large} (words), {large} (hashing-256)\n"
+    )
+    assert graph_state(memories) == {(str(large), ""): True, (str(large), "hashing-256"): True}
     again = io.StringIO()
     assert run_graphs(database_url, out=again) == 0
     assert "nothing to do" in again.getvalue()

@@ -164,4 +164,4 @@ def built_graphs(system: System) -> list[str]:
     with datastore.transaction() as curs:
         curs.execute("SELECT grp, model FROM vector_graphs ORDER BY grp")
         listed = [(str(r["grp"]), str(r["model"])) for r in curs.fetchall()]
-        return [g for g, m in listed if ready_groups(curs, MemoriesView.VECTORS, m, [g])]
+        return sorted({g for g, m in listed if ready_groups(curs, MemoriesView.VECTORS, m, [g])})

@@ -12,7 +12,7 @@ from projections.memory_vectors import (
     vector_literal,
 )
 from projections.reembed import ReembedReport
-from projections.vector_graphs import Graph, GraphsKept
+from projections.vector_graphs import GraphsKept, GroupIndex
 
 TABLE = VectorTable("memory_vectors", "memories", "memory_id", "text", "memories", ("namespace",))
 
@@ -64,14 +64,14 @@ GROUPED = VectorTable(
 
 def test_each_group_and_model_gets_its_own_graph_name_within_postgres_limit() -> None:
     groups = ["user:1", "user:2", "workspace:1", "team:" + "x" * 300, "it's"]
-    graphs = [Graph(GROUPED, g, m) for g in groups for m in ("hashing-256", "hashing-128")]
+    graphs = [GroupIndex(GROUPED, g, m) for g in groups for m in ("hashing-256", "hashing-128")]
     names = {g.name for g in graphs}
     assert len(names) == len(graphs)
     assert all(len(n.encode()) <= 63 and n.startswith("memory_vectors_graph_") for n in names)
 
 
 def test_a_graph_and_its_scan_say_the_same_cast_and_predicate_with_literals() -> None:
-    graph = Graph(GROUPED, "user:o'brien", "it's-256")
+    graph = GroupIndex(GROUPED, "user:o'brien", "it's-256")
     statement = graph.statement(256).as_string(None)
     where = "WHERE model = 'it''s-256' AND \"namespace\" = 'user:o''brien'"
     assert statement.startswith(f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{graph.name}"')
@@ -86,8 +86,24 @@ def test_only_a_table_grouped_by_one_of_its_columns_has_graphs_per_group() -> No
     with pytest.raises(ValueError, match="extra columns"):
         VectorTable("v", "s", "k", "t", "view", ("namespace",), graph_per="owner")
     with pytest.raises(ValueError, match="no groups"):
-        Graph(TABLE, "user:1", "hashing-256").predicate()
+        GroupIndex(TABLE, "user:1", "hashing-256").predicate()
     assert "nothing to do" in str(GraphsKept())
     assert str(GraphsKept(built=["user:1 (m)"], dropped=["user:2 (m)"])) == (
         "built 1: user:1 (m); dropped 1"
+    )
+
+
+def test_a_groups_words_index_keeps_to_its_rows_of_the_source_table() -> None:
+    table = VectorTable(
+        "memory_vectors", "memories", "memory_id", "text", "memories", ("namespace",),
+        graph_per="namespace", words="tsv",
+    )  # fmt: skip
+    words = GroupIndex(table, "user:o'brien", "")
+    assert words.words and words.label == "user:o'brien (words)"
+    assert words.name.startswith("memory_vectors_words_") and len(words.name) <= 63
+    assert words.name != GroupIndex(table, "user:o'brien", "hashing-256").name
+    statement = words.statement(0).as_string(None)
+    assert statement == (
+        f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{words.name}" ON "memories" '
+        "USING gin (\"tsv\") WHERE \"namespace\" = 'user:o''brien'"
     )
