@@ -279,7 +279,14 @@ class Embedder(Protocol):
     @property
     def dimension(self) -> int: ...
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors of texts to be stored and found (documents)."""
+        ...
+
+    def embed_query(self, text: str) -> list[float]:
+        """The vector of a search for documents: a model trained for retrieval places it
+        near the documents that answer it (a symmetric one embeds it as a document)."""
+        ...
 
 
 # -- sandboxed code execution ----------------------------------------------------------

@@ -70,6 +70,10 @@ class RandomEmbedder:
             for t in texts
         ]
 
+    def embed_query(self, text: str) -> list[float]:
+        [vector] = self.embed([text])
+        return vector
+
 
 def _unit(seed: int) -> list[float]:
     v = np.random.default_rng(seed).standard_normal(DIM)

@@ -215,7 +215,7 @@ class EpisodesView(SessionView):
         with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
             curs.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             embedder = self.models.active(curs)
-            [vector] = embedder.embed([query])
+            vector = embedder.embed_query(query)
             ef = graph_ef(curs, owner_id, embedder.model, candidates)
             meaning = by_meaning(scope, embedder.model, embedder.dimension,
                                  vector_literal(vector), candidates, ef)  # fmt: skip

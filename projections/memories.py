@@ -269,7 +269,7 @@ class MemoriesView(View):
         """The best `k` unexpired memories of the namespaces: meaning and words fused."""
         with self._snapshot() as curs:
             candidates = max(4 * k, 20)
-            near, params = self._near(curs, query, namespaces, candidates)
+            near, params = self._near(curs, query, namespaces, candidates, as_query=True)
             matched, by_rows = self._matched(curs, namespaces)
             wanted = list(categories) if categories is not None else None
             curs.execute(
@@ -304,7 +304,13 @@ class MemoriesView(View):
             yield curs
 
     def _near(
-        self, curs: Cursor[DictRow], text: str, namespaces: Sequence[str], wanted: int
+        self,
+        curs: Cursor[DictRow],
+        text: str,
+        namespaces: Sequence[str],
+        wanted: int,
+        *,
+        as_query: bool = False,  # a search's question, or (nearest) a memory-to-be
     ) -> tuple[Composed, dict[str, object]]:
         """The vector candidates' query for these namespaces, and its parameters: at least
         `wanted` from each namespace walked through its own graph (with `hnsw.ef_search`
@@ -321,7 +327,7 @@ class MemoriesView(View):
         if graphs:
             curs.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
         near = SQL(" UNION ALL ").join(branches) if branches else SQL(NOTHING)
-        [vector] = embedder.embed([text])
+        vector = embedder.embed_query(text) if as_query else embedder.embed([text])[0]
         params: dict[str, object] = {"vector": vector_literal(vector), "ef": ef, "small": small}
         return Composed([near]), params
 

@@ -37,6 +37,10 @@ class HashingEmbedder:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [self._one(text) for text in texts]
 
+    def embed_query(self, text: str) -> list[float]:
+        """As a document: hashed features know no difference."""
+        return self._one(text)
+
     def _one(self, text: str) -> list[float]:
         vector = [0.0] * self._dimension
         for feature in _features(text.casefold()):

@@ -69,3 +69,8 @@ class WordLlamaEmbedder:
             return []
         vectors = self._model.embed([t[:MAX_CHARS] for t in texts], norm=True)
         return [[float(x) for x in row] for row in vectors]
+
+    def embed_query(self, text: str) -> list[float]:
+        """As a document: the model is symmetric."""
+        [vector] = self.embed([text])
+        return vector

@@ -101,7 +101,7 @@ class SkillMatcher:
         return SkillMatch(self._skills[i], similarity[i], "embedding")
 
     def _similarities(self, text: str) -> list[float]:
-        (query,) = self._embedder.embed([text])
+        query = self._embedder.embed_query(text)
         q = _unit(query)
         return [sum(map(mul, q, v)) for v in self._vectors]
 

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import ClassVar
 from uuid import UUID, uuid4
 
 import pytest
@@ -51,11 +52,14 @@ def embedder_for(model: str) -> Embedder:
 class Memories:
     """Memories kept by aggregates in an event store, and the view fed from its log."""
 
-    def __init__(self, database_url: str) -> None:
+    def __init__(self, database_url: str, *, embedder: Embedder | None = None) -> None:
         env = eventstore_env(database_url, pool_size=2, max_overflow=4)
         self.store = Application[UUID](env=env)
         self.datastore = datastore_of(database_url, pool_size=8)
-        self.models = EmbeddingModels(HashingEmbedder(), embedder_for)
+        configured = embedder or HashingEmbedder()
+        self.models = EmbeddingModels(
+            configured, lambda m: configured if m == configured.model else embedder_for(m)
+        )
         self.view = MemoriesView(self.datastore, self.models)
         self.view.create_table()
         self.graphs: GraphKeeper | None = None  # a pass after each feed, when set
@@ -581,3 +585,28 @@ def test_the_graphs_command_builds_the_graphs_due_and_says_what_it_did(
     again = io.StringIO()
     assert run_graphs(database_url, out=again) == 0
     assert "nothing to do" in again.getvalue()
+
+
+class Asymmetric(HashingEmbedder):
+    """A retrieval model in miniature: a question's vector is its answer's."""
+
+    ANSWERS: ClassVar[dict[str, str]] = {"q7?": "the boat is moored in Kiel"}
+
+    def embed_query(self, text: str) -> list[float]:
+        return super().embed_query(self.ANSWERS.get(text, text))
+
+
+def test_a_search_embeds_its_question_as_a_query_and_a_new_memory_as_a_document(
+    database_url: str,
+) -> None:
+    memories = Memories(database_url, embedder=Asymmetric())
+    try:
+        ns = user()
+        boat, tea = memories.remember(ns, ["the boat is moored in Kiel", "green tea at four"])
+        [hit] = memories.hits("q7?", ns, k=1)
+        assert (hit.memory_id, hit.similarity) == (boat, pytest.approx(1.0)), "as a query"
+        assert memories.view.nearest(str(ns), "green tea at four") == (tea, pytest.approx(1.0))
+        near = memories.view.nearest(str(ns), "q7?")
+        assert near is None or near[1] < 0.5, "a memory-to-be is compared as a document"
+    finally:
+        memories.close()
