@@ -128,6 +128,7 @@ class MemoriesView(View):
     VECTORS: ClassVar[VectorTable] = VectorTable(
         "memory_vectors", "memories", "memory_id", "text", "memories",
         ("namespace", "category", "expires_at"), graph_per="namespace", words="tsv",
+        group_sizes=("memory_namespaces", "namespace", "memories"),
     )  # fmt: skip
     create_statements = (
         "CREATE EXTENSION IF NOT EXISTS vector",

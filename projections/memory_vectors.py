@@ -65,10 +65,13 @@ class VectorTable:
     extra: tuple[str, ...] = ()
     graph_per: str | None = None
     words: str | None = None  # the source's tsvector column (with `graph_per`)
+    group_sizes: tuple[str, str, str] | None = None  # (table, group column, size column)
 
     def __post_init__(self) -> None:
         if self.graph_per is not None and self.graph_per not in self.extra:
             raise ValueError(f"graph_per must be one of the extra columns, not {self.graph_per}")
+        if self.graph_per is not None and self.group_sizes is None:
+            raise ValueError("graph_per needs group_sizes: where each group's size is kept")
 
     def index_name(self, model: str) -> str:
         """The name of the model's HNSW index on this table (at most 63 bytes)."""

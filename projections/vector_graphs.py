@@ -230,26 +230,28 @@ class GraphKeeper:
     def _wanted(
         self, conn: Connection[DictRow], table: VectorTable
     ) -> tuple[set[GroupIndex], dict[str, int]]:
-        """The graphs wanted now (a group at `minimum`, or one at half that whose graph is
-        there already: no build and drop as a group hovers), and the models' dimensions."""
+        """The indexes wanted now (a group at `minimum`, or one at half that whose index is
+        there already: no build and drop as a group hovers), and the models' dimensions.
+        Group sizes come from the table the view keeps them in (no count of every vector
+        each pass)."""
         models = conn.execute(
             "SELECT model, dimension FROM embedding_models WHERE state IN ('ready', 'building')"
         ).fetchall()
         dimensions = {str(r["model"]): int(r["dimension"]) for r in models}
-        counts = conn.execute(
+        sizes_table, group, size = table.group_sizes or ("", "", "")
+        sizes = conn.execute(
             SQL(
-                "SELECT v.{column} AS grp, v.model, count(*) AS n, "
-                "bool_or(g.index_name IS NOT NULL) AS listed FROM {table} v "
-                "LEFT JOIN vector_graphs g ON g.table_name = %s AND g.grp = v.{column} "
-                "AND g.model = v.model WHERE v.model = ANY(%s) GROUP BY 1, 2 "
-                "HAVING count(*) >= %s"
-            ).format(column=Identifier(str(table.graph_per)), table=Identifier(table.name)),
-            (table.name, list(dimensions), max(self.minimum // 2, 1)),
+                "SELECT s.{group} AS grp, s.{size} AS n, "
+                "array(SELECT g.model FROM vector_graphs g WHERE g.table_name = %s "
+                "AND g.grp = s.{group}) AS listed FROM {sizes} s WHERE s.{size} >= %s"
+            ).format(group=Identifier(group), size=Identifier(size), sizes=Identifier(sizes_table)),
+            (table.name, max(self.minimum // 2, 1)),
         ).fetchall()
         wanted = {
-            GroupIndex(table, str(r["grp"]), str(r["model"]))
-            for r in counts
-            if r["n"] >= self.minimum or r["listed"]
+            GroupIndex(table, str(r["grp"]), model)
+            for r in sizes
+            for model in dimensions
+            if r["n"] >= self.minimum or model in r["listed"]
         }
         if table.words is not None:  # with any graph, the group's words
             wanted |= {GroupIndex(table, g.group, WORDS) for g in wanted}

@@ -58,7 +58,7 @@ def test_a_report_says_when_there_was_nothing_to_do() -> None:
 
 GROUPED = VectorTable(
     "memory_vectors", "memories", "memory_id", "text", "memories", ("namespace",),
-    graph_per="namespace",
+    graph_per="namespace", group_sizes=("memory_namespaces", "namespace", "memories"),
 )  # fmt: skip
 
 
@@ -85,6 +85,8 @@ def test_a_graph_and_its_scan_say_the_same_cast_and_predicate_with_literals() ->
 def test_only_a_table_grouped_by_one_of_its_columns_has_graphs_per_group() -> None:
     with pytest.raises(ValueError, match="extra columns"):
         VectorTable("v", "s", "k", "t", "view", ("namespace",), graph_per="owner")
+    with pytest.raises(ValueError, match="group_sizes"):
+        VectorTable("v", "s", "k", "t", "view", ("namespace",), graph_per="namespace")
     with pytest.raises(ValueError, match="no groups"):
         GroupIndex(TABLE, "user:1", "hashing-256").predicate()
     assert "nothing to do" in str(GraphsKept())
@@ -97,6 +99,7 @@ def test_a_groups_words_index_keeps_to_its_rows_of_the_source_table() -> None:
     table = VectorTable(
         "memory_vectors", "memories", "memory_id", "text", "memories", ("namespace",),
         graph_per="namespace", words="tsv",
+        group_sizes=("memory_namespaces", "namespace", "memories"),
     )  # fmt: skip
     words = GroupIndex(table, "user:o'brien", "")
     assert words.words and words.label == "user:o'brien (words)"
