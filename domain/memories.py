@@ -26,6 +26,7 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.authors import Author, ByAgent, ByUser, author_of
 from domain.errors import DomainError, NotFound
+from domain.value_state import ValueState
 
 MemoryCategory = Literal["preference", "knowledge", "history"]
 CATEGORIES: tuple[MemoryCategory, ...] = get_args(MemoryCategory)
@@ -181,8 +182,9 @@ class Memory:
         return self.expires_at is not None and self.expires_at <= now
 
 
-class MemoryNamespace(Aggregate):
-    """The memories of one namespace, by id."""
+class MemoryNamespace(ValueState, Aggregate):
+    """The memories of one namespace, by id (frozen `Memory` values: a command's copy
+    shares them)."""
 
     class NamespaceCreated(Aggregate.Created):
         kind: str

@@ -27,6 +27,7 @@ from domain.errors import (
     SessionClosed,
 )
 from domain.session_decks import DeckLog
+from domain.value_state import ValueState
 from domain.values import (
     TOOL_RESULT_STATUSES,
     ArtifactKind,
@@ -75,7 +76,7 @@ def _run_artifacts_unlisted(state: State) -> None:
     state.setdefault("artifacts", [])
 
 
-class AgentSession(DeckLog):
+class AgentSession(ValueState, DeckLog):
     """One agent session in a workspace (its slide decks' events are in `DeckLog`)."""
 
     # v2: typed settings; a run's tokens and last message. v3: its organization and team.
