@@ -118,18 +118,25 @@ class GroupIndex:
         return self.table.graph_per
 
 
+def ready_indexes(
+    curs: Cursor[DictRow], table: VectorTable, models: Sequence[str], groups: Sequence[str]
+) -> set[tuple[str, str]]:
+    """(group, model) of `groups`' indexes of `models` (or `WORDS`) built and valid."""
+    curs.execute(
+        "SELECT g.grp, g.model FROM vector_graphs g JOIN pg_class c ON c.relname = g.index_name "
+        "AND c.relnamespace = current_schema()::regnamespace "
+        "JOIN pg_index i ON i.indexrelid = c.oid "
+        "WHERE g.table_name = %s AND g.model = ANY(%s) AND g.grp = ANY(%s) AND i.indisvalid",
+        (table.name, list(models), list(groups)),
+    )
+    return {(str(r["grp"]), str(r["model"])) for r in curs.fetchall()}
+
+
 def ready_groups(
     curs: Cursor[DictRow], table: VectorTable, model: str, groups: Sequence[str]
 ) -> set[str]:
     """Those of `groups` whose index of `model` (or `WORDS`) is built and valid."""
-    curs.execute(
-        "SELECT g.grp FROM vector_graphs g JOIN pg_class c ON c.relname = g.index_name "
-        "AND c.relnamespace = current_schema()::regnamespace "
-        "JOIN pg_index i ON i.indexrelid = c.oid "
-        "WHERE g.table_name = %s AND g.model = %s AND g.grp = ANY(%s) AND i.indisvalid",
-        (table.name, model, list(groups)),
-    )
-    return {str(r["grp"]) for r in curs.fetchall()}
+    return {group for group, _ in ready_indexes(curs, table, [model], groups)}
 
 
 @dataclass

@@ -9,127 +9,21 @@ variant (`deployments` for `deployment`) is close in meaning but not the same wo
 
 from __future__ import annotations
 
-import io
-import re
-import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import ClassVar
-from uuid import UUID, uuid4
+from uuid import uuid4
 
 import pytest
-from eventsourcing.application import AggregateNotFoundError, Application
-from psycopg.sql import SQL
 
-import projections.reembed as reembed_module
-import projections.vector_graphs as vector_graphs
 from adapters.embeddings import HashingEmbedder
-from adapters.memory_upkeep import run_graphs, run_reembed
-from adapters.postgres.eventstore import datastore_of, eventstore_env
-from application.ports import Embedder, MemoryHit
-from domain.authors import ByUser
-from domain.memories import MemoryNamespace, MemorySource, Namespace
+from domain.memories import Namespace
 from projections.memories import MemoriesView
-from projections.memory_vectors import EmbeddingModels, model_states, vector_literal
 from projections.rebuild import rebuild
-from projections.reembed import reembed
-from projections.vector_graphs import GraphKeeper, GroupIndex, ready_groups
-from projections.view import decode
+from projections.vector_graphs import GraphKeeper, ready_groups
+from tests.integration.memory_store import ALICE, Memories, user
 
 pytestmark = pytest.mark.integration
-
-ALICE = ByUser(UUID(int=1))
-
-
-def embedder_for(model: str) -> Embedder:
-    found = re.fullmatch(r"hashing-(\d+)", model)
-    if found is None:
-        raise ValueError(f"no embedder of {model} in these tests")
-    return HashingEmbedder(dimension=int(found[1]))
-
-
-class Memories:
-    """Memories kept by aggregates in an event store, and the view fed from its log."""
-
-    def __init__(self, database_url: str, *, embedder: Embedder | None = None) -> None:
-        env = eventstore_env(database_url, pool_size=2, max_overflow=4)
-        self.store = Application[UUID](env=env)
-        self.datastore = datastore_of(database_url, pool_size=8)
-        configured = embedder or HashingEmbedder()
-        self.models = EmbeddingModels(
-            configured, lambda m: configured if m == configured.model else embedder_for(m)
-        )
-        self.view = MemoriesView(self.datastore, self.models)
-        self.view.create_table()
-        self.graphs: GraphKeeper | None = None  # a pass after each feed, when set
-        self._feeding = threading.Lock()
-
-    def remember(
-        self, namespace: Namespace, texts: Sequence[str], category: str = "knowledge",
-        *, expires_at: datetime | None = None, now: datetime | None = None,
-    ) -> list[UUID]:  # fmt: skip
-        aggregate = self.namespace(namespace)
-        when = now or datetime.now(UTC)
-        ids = [
-            aggregate.remember(t, category, MemorySource(), expires_at, ALICE, when).memory_id
-            for t in texts
-        ]
-        self.store.save(aggregate)
-        self.feed()
-        return ids
-
-    def forget(self, namespace: Namespace, memory_id: UUID) -> None:
-        aggregate = self.namespace(namespace)
-        aggregate.forget(memory_id, ALICE)
-        self.store.save(aggregate)
-        self.feed()
-
-    def namespace(self, namespace: Namespace) -> MemoryNamespace:
-        try:
-            found = self.store.repository.get(namespace.aggregate_id)
-        except AggregateNotFoundError:
-            return MemoryNamespace.create(namespace, None)
-        assert isinstance(found, MemoryNamespace)
-        return found
-
-    def feed(self) -> None:
-        """Apply what the log holds after the view's position, in one batch."""
-        with self._feeding:
-            log = self.store.recorder.select_notifications(self.view.position() + 1, 10_000)
-            mapper = self.store.mapper
-            self.view.apply_batch([(n.id, decode(mapper, "memories", n.id, n)) for n in log])
-            if self.graphs is not None:
-                assert not self.graphs.keep().busy
-
-    def search(
-        self, query: str, *namespaces: Namespace, k: int = 5, categories: list[str] | None = None
-    ) -> list[UUID]:
-        return [h.memory_id for h in self.hits(query, *namespaces, k=k, categories=categories)]
-
-    def hits(
-        self, query: str, *namespaces: Namespace, k: int = 5, categories: list[str] | None = None
-    ) -> list[MemoryHit]:
-        return self.view.search(query, [str(n) for n in namespaces], k=k, categories=categories)
-
-    def close(self) -> None:
-        self.store.close()
-        self.datastore.close()
-
-
-@pytest.fixture
-def memories(database_url: str) -> Iterator[Memories]:
-    found = Memories(database_url)
-    yield found
-    found.close()
-
-
-def user() -> Namespace:
-    return Namespace("user", uuid4())
-
-
-def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    return sum(x * y for x, y in zip(a, b, strict=True))
 
 
 def test_a_query_finds_one_memory_by_its_words_and_another_by_its_meaning(
@@ -258,232 +152,31 @@ def test_a_forgotten_memory_is_gone_at_once_and_after_a_rebuild(memories: Memori
     assert forgotten not in memories.search("boat blue", ns, k=10)
 
 
-def graph_state(memories: Memories) -> dict[tuple[str, str], bool]:
-    """Each index listed in vector_graphs: its namespace and model ("" for its words), and
-    whether it is valid."""
-    with memories.datastore.get_connection() as conn:
-        rows = conn.execute(
-            "SELECT g.grp, g.model, coalesce(i.indisvalid, false) AS valid FROM vector_graphs g "
-            "LEFT JOIN pg_class c ON c.relname = g.index_name "
-            "LEFT JOIN pg_index i ON i.indexrelid = c.oid"
-        ).fetchall()
-    return {(str(r["grp"]), str(r["model"])): bool(r["valid"]) for r in rows}
+class Asymmetric(HashingEmbedder):
+    """A retrieval model in miniature: a question's vector is its answer's."""
+
+    ANSWERS: ClassVar[dict[str, str]] = {"q7?": "the boat is moored in Kiel"}
+
+    def embed_query(self, text: str) -> list[float]:
+        return super().embed_query(self.ANSWERS.get(text, text))
 
 
-def indexes_of_vectors(memories: Memories, table: str = "memory_vectors") -> set[str]:
-    with memories.datastore.get_connection() as conn:
-        rows = conn.execute(
-            "SELECT indexname FROM pg_indexes WHERE tablename = %s", (table,)
-        ).fetchall()
-    return {str(r["indexname"]) for r in rows}
-
-
-def test_a_namespace_gets_a_graph_of_its_own_when_large_and_loses_it_when_small(
-    memories: Memories,
+def test_a_search_embeds_its_question_as_a_query_and_a_new_memory_as_a_document(
+    database_url: str,
 ) -> None:
-    keeper = GraphKeeper(memories.datastore, [MemoriesView.VECTORS], minimum=4)
-    large, small = user(), user()
-    ids = memories.remember(
-        large, [f"note {i}: the {w} team ships" for i, w in enumerate(WORDS[:5])]
-    )
-    memories.remember(small, ["one note", "another note"])
-    exact = memories.hits("the support team ships", large, k=3)
-    assert not indexes_of_vectors(memories) & {MemoriesView.VECTORS.index_name("hashing-256")}
-
-    kept = keeper.keep()
-    built = [f"{large} (words)", f"{large} (hashing-256)"]
-    assert kept.built == built and not kept.dropped, kept
-    graph = GroupIndex(MemoriesView.VECTORS, str(large), "hashing-256")
-    words = GroupIndex(MemoriesView.VECTORS, str(large), "")
-    assert graph.name in indexes_of_vectors(memories)
-    assert words.name in indexes_of_vectors(memories, "memories")
-    assert memories.hits("the support team ships", large, k=3) == exact, "same answer by graph"
-    with memories.datastore.transaction() as curs:
-        # Tiny here, so sorting a few rows looks cheaper than any graph: not an option.
-        curs.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off")
-        vector = vector_literal([1.0] + [0.0] * 255)
-        curs.execute(SQL("EXPLAIN ") + graph.scan("memory_id", 256),
-                     {"vector": vector, "ef": 40}, prepare=False)  # fmt: skip
-        plan = "\n".join(str(r["QUERY PLAN"]) for r in curs.fetchall())
-    assert graph.name in plan, "the search says the graph's cast and predicate"
-    assert memories.search("ships support", large, k=1) == [ids[3]], "by words, its index"
-    assert "nothing to do" in str(keeper.keep())
-
-    for memory_id in ids[:3]:  # 2 left: at half the minimum, a graph that is there stays
-        memories.forget(large, memory_id)
-    both = {(str(large), ""): True, (str(large), "hashing-256"): True}
-    assert keeper.keep().dropped == [] and graph_state(memories) == both
-    memories.forget(large, ids[3])
-    assert sorted(keeper.keep().dropped) == sorted(built)
-    assert graph_state(memories) == {} and graph.name not in indexes_of_vectors(memories)
-    assert words.name not in indexes_of_vectors(memories, "memories")
-    assert memories.search("the team ships", large, k=3) == [ids[4]], "exactly, again"
-
-
-def test_a_graph_build_cut_short_is_found_and_made_again(memories: Memories) -> None:
-    keeper = GraphKeeper(memories.datastore, [MemoriesView.VECTORS], minimum=2)
-    ns = user()
-    memories.remember(ns, ["the first note", "the second note", "the third note"])
-    with memories.datastore.get_connection() as blocker:
-        # A writer's open transaction: a concurrent build waits for it to end.
-        blocker.autocommit = False
-        blocker.execute("LOCK TABLE memories IN ROW EXCLUSIVE MODE")
-        failures: list[BaseException] = []
-        building = threading.Thread(target=guarded(lambda: print(keeper.keep()), failures))
-        building.start()
-        name = GroupIndex(MemoriesView.VECTORS, str(ns), "").name  # the words: built first
-        deadline = time.monotonic() + 30
-        while name not in indexes_of_vectors(memories, "memories"):
-            assert time.monotonic() < deadline, "the build never began"
-            time.sleep(0.05)
-        assert graph_state(memories) == {(str(ns), ""): False}, "made, not yet valid"
-        time.sleep(0.2)  # waiting for the blocker
-        keeper.cancel()
-        building.join(30)
-        blocker.rollback()
-        blocker.autocommit = True
-    assert not building.is_alive() and len(failures) == 1, failures
-    assert "canceling statement due to user request" in str(failures[0]), failures
-    assert graph_state(memories) == {(str(ns), ""): False}, "left invalid; nothing more began"
-    with memories.datastore.transaction() as curs:  # searched by its rows meanwhile
-        assert not ready_groups(curs, MemoriesView.VECTORS, "", [str(ns)])
-    assert len(memories.search("the second note", ns, k=3)) == 3
-
-    again = GraphKeeper(memories.datastore, [MemoriesView.VECTORS], minimum=2).keep()
-    assert again.dropped == [f"{ns} (words)"], again
-    assert again.built == [f"{ns} (words)", f"{ns} (hashing-256)"], again
-    assert graph_state(memories) == {(str(ns), ""): True, (str(ns), "hashing-256"): True}
-    assert memories.search("second", ns, k=1) == memories.search("the second note", ns, k=1)
-    with memories.datastore.get_connection() as holder:  # a re-embed at work
-        holder.execute("SELECT pg_advisory_lock(hashtext('embedding_models'))")
-        busy = GraphKeeper(memories.datastore, [MemoriesView.VECTORS], minimum=2).keep()
-        holder.execute("SELECT pg_advisory_unlock(hashtext('embedding_models'))")
-    assert busy.busy and "nothing done" in str(busy)
-
-
-def test_reembedding_while_memories_keep_coming_never_mixes_models(
-    memories: Memories, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(reembed_module, "FILL_BATCH", 8)  # many batches to interleave with
-    monkeypatch.setattr(vector_graphs, "GRAPH_MIN", 10)
-    ns, small = user(), user()
-    memories.remember(ns, [f"note {i}: {w} for the {w}s team" for i, w in enumerate(WORDS)])
-    [anchor] = memories.remember(ns, ["redeployment automations"])
-    memories.remember(small, ["a namespace searched exactly throughout"])
-    assert GraphKeeper(memories.datastore, [MemoriesView.VECTORS]).keep().built == [
-        f"{ns} (words)",
-        f"{ns} (hashing-256)",
-    ]
-    models = {m: embedder_for(m) for m in ("hashing-256", "hashing-128")}
-    building, enough, stop = threading.Event(), threading.Event(), threading.Event()
-    added: list[tuple[UUID, str]] = []  # after the new model was registered
-    answers: list[list[MemoryHit]] = []
-    failures: list[BaseException] = []
-
-    def add() -> None:
-        for i in range(10_000):
-            if stop.is_set():
-                return
-            text = f"late note {i} about zebra{i}"
-            [memory_id] = memories.remember(ns, [text])
-            if building.is_set():
-                added.append((memory_id, text))
-                if len(added) >= 5:
-                    enough.set()
-
-    def search() -> None:
-        while not stop.is_set():
-            answers.append(memories.hits("deployment automation", ns, k=5))
-
-    def progress(done: int, total: int) -> None:
-        building.set()  # registered by now: hold the fill until memories came meanwhile
-        assert enough.wait(60)
-
-    threads = [threading.Thread(target=guarded(f, failures)) for f in (add, search)]
-    for t in threads:
-        t.start()
+    memories = Memories(database_url, embedder=Asymmetric())
     try:
-        report = reembed(
-            memories.datastore, memories.models, models["hashing-128"],
-            [MemoriesView.VECTORS], progress,
-        )  # fmt: skip
-        after = len(answers)
-        deadline = time.monotonic() + 60
-        while len(answers) < after + 3 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        ns = user()
+        boat, tea = memories.remember(ns, ["the boat is moored in Kiel", "green tea at four"])
+        [hit] = memories.hits("q7?", ns, k=1)
+        assert (hit.memory_id, hit.similarity) == (boat, pytest.approx(1.0)), "as a query"
+        assert memories.view.nearest(str(ns), "green tea at four") == (tea, pytest.approx(1.0))
+        near = memories.view.nearest(str(ns), "q7?")
+        assert near is None or near[1] < 0.5, "a memory-to-be is compared as a document"
     finally:
-        stop.set()
-        for t in threads:
-            t.join(60)
-    assert not failures, failures
-    assert report.changed and report.model == "hashing-128", report
-    assert len(answers) > after, "searches kept answering after the flip"
-    query = {m: e.embed(["deployment automation"])[0] for m, e in models.items()}
-    for hits in answers:
-        assert anchor in {h.memory_id for h in hits}, "searches kept finding what was there"
-        assert any(
-            all(
-                abs((h.similarity or 0) - cosine(query[m], models[m].embed([h.text])[0])) < 1e-4
-                for h in hits
-                if h.similarity is not None
-            )
-            for m in models
-        ), f"one model's vectors per search: {hits}"
-
-    assert model_states(memories.datastore) == {"hashing-256": "retired", "hashing-128": "ready"}
-    with memories.datastore.get_connection() as conn:
-        left = conn.execute("SELECT model, count(*) AS n FROM memory_vectors GROUP BY model")
-        counts = {r["model"]: r["n"] for r in left.fetchall()}
-        rows = conn.execute("SELECT count(*) AS n FROM memories").fetchone()
-        indexes = conn.execute(
-            "SELECT indexname FROM pg_indexes WHERE tablename = 'memory_vectors'"
-        ).fetchall()
-    assert rows is not None and counts == {"hashing-128": rows["n"]}, counts
-    names = {r["indexname"] for r in indexes}
-    graphs = {m: GroupIndex(MemoriesView.VECTORS, str(ns), m).name for m in models}
-    assert graphs["hashing-128"] in names, "the new model's graph built before the flip"
-    assert graphs["hashing-256"] not in names, "the old one's dropped after it"
-    assert graph_state(memories) == {(str(ns), ""): True, (str(ns), "hashing-128"): True}
-    assert not names & {MemoriesView.VECTORS.index_name(m) for m in models}, "no whole graph"
-    assert len(added) >= 5
-    for memory_id, text in added:
-        assert memories.view.nearest(str(ns), text) == (memory_id, pytest.approx(1.0, abs=1e-4))
-    again = reembed(memories.datastore, memories.models, models["hashing-128"],
-                    [MemoriesView.VECTORS], progress)  # fmt: skip
-    assert not again.changed and "already" in str(again)
+        memories.close()
 
 
-def test_the_reembed_command_draws_its_progress_and_says_what_it_did(
-    memories: Memories, database_url: str
-) -> None:
-    ns = user()
-    ids = memories.remember(ns, [f"note {i} for the {w} team" for i, w in enumerate(WORDS)])
-    out = io.StringIO()
-    assert run_reembed(database_url, HashingEmbedder(dimension=64), embedder_for, out=out) == 0
-    assert f"{len(ids)}/{len(ids)}" in out.getvalue()
-    assert "re-embedded from hashing-256 to hashing-64" in out.getvalue()
-    assert memories.view.nearest(str(ns), "note 3 for the support team") == (
-        ids[3], pytest.approx(1.0, abs=1e-4),
-    )  # fmt: skip
-    again = io.StringIO()
-    assert run_reembed(database_url, HashingEmbedder(dimension=64), embedder_for, out=again) == 0
-    assert "hashing-64 is already the model searches use" in again.getvalue()
-
-
-def guarded(target: Callable[[], None], failures: list[BaseException]) -> Callable[[], None]:
-    def run() -> None:
-        try:
-            target()
-        except BaseException as e:
-            failures.append(e)
-
-    return run
-
-
-WORDS = [
-    "billing", "search", "design", "support", "sales", "platform", "mobile", "data",
-    "security", "growth", "finance", "legal", "research", "infra", "quality", "docs",
-] * 4  # fmt: skip
 INVOICE = (
     "Invoice 7731 from Quixotrix Ltd lists deployment automation under consulting fees, "
     "settled by bank transfer in March with reference 99812-B, approved by Margaret from "
@@ -567,46 +260,3 @@ QUERIES = [
     ("food allergies and diet", [2, 3]),
     ("which musical instruments does the user play", [33, 49]),
 ]
-
-
-def test_the_graphs_command_builds_the_graphs_due_and_says_what_it_did(
-    memories: Memories, database_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(vector_graphs, "GRAPH_MIN", 3)
-    large = user()
-    memories.remember(large, ["the first note", "the second note", "the third note"])
-    memories.remember(user(), ["a lone note"])
-    out = io.StringIO()
-    assert run_graphs(database_url, out=out) == 0
-    assert out.getvalue() == (
-        f"tokendance memory graphs: built 2: {large} (words), {large} (hashing-256)\n"
-    )
-    assert graph_state(memories) == {(str(large), ""): True, (str(large), "hashing-256"): True}
-    again = io.StringIO()
-    assert run_graphs(database_url, out=again) == 0
-    assert "nothing to do" in again.getvalue()
-
-
-class Asymmetric(HashingEmbedder):
-    """A retrieval model in miniature: a question's vector is its answer's."""
-
-    ANSWERS: ClassVar[dict[str, str]] = {"q7?": "the boat is moored in Kiel"}
-
-    def embed_query(self, text: str) -> list[float]:
-        return super().embed_query(self.ANSWERS.get(text, text))
-
-
-def test_a_search_embeds_its_question_as_a_query_and_a_new_memory_as_a_document(
-    database_url: str,
-) -> None:
-    memories = Memories(database_url, embedder=Asymmetric())
-    try:
-        ns = user()
-        boat, tea = memories.remember(ns, ["the boat is moored in Kiel", "green tea at four"])
-        [hit] = memories.hits("q7?", ns, k=1)
-        assert (hit.memory_id, hit.similarity) == (boat, pytest.approx(1.0)), "as a query"
-        assert memories.view.nearest(str(ns), "green tea at four") == (tea, pytest.approx(1.0))
-        near = memories.view.nearest(str(ns), "q7?")
-        assert near is None or near[1] < 0.5, "a memory-to-be is compared as a document"
-    finally:
-        memories.close()
