@@ -21,7 +21,7 @@ from psycopg.sql import SQL, Composable, Identifier
 
 from application.ports import Embedder
 from projections.memory_vectors import EmbeddingModels, VectorTable, text_sha256, vector_literal
-from projections.vector_graphs import LOCK, GraphKeeper
+from projections.vector_graphs import LOCK, GraphKeeper, build_concurrently
 from projections.view import TRACKING_TABLE
 
 FILL_BATCH = 256  # texts embedded and written per transaction while re-embedding
@@ -248,14 +248,8 @@ def _build_index(datastore: PostgresDatastore, table: VectorTable, embedder: Emb
         ).fetchone()
         if invalid:  # left by an interrupted build
             conn.execute(SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(Identifier(name)))
-        conn.execute("SET maintenance_work_mem = '1GB'")
-        conn.execute("SET max_parallel_maintenance_workers = 1")
-        try:
-            conn.execute(table.index_statement(embedder.model, embedder.dimension,
-                                               concurrently=True))  # fmt: skip
-        finally:
-            conn.execute("RESET maintenance_work_mem")
-            conn.execute("RESET max_parallel_maintenance_workers")
+        statement = table.index_statement(embedder.model, embedder.dimension, concurrently=True)
+        build_concurrently(conn, statement)
 
 
 def _drop_indexes(datastore: PostgresDatastore, tables: Sequence[VectorTable], old: str) -> None:

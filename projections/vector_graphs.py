@@ -206,7 +206,6 @@ class GraphKeeper:
             conn.cancel_safe(timeout=5.0)
 
     def _keep(self, conn: Connection[DictRow], table: VectorTable, kept: GraphsKept) -> None:
-        wanted, dimensions = self._wanted(conn, table)
         listed = conn.execute(
             "SELECT g.index_name, g.grp, g.model, coalesce(i.indisvalid, false) AS valid "
             "FROM vector_graphs g LEFT JOIN pg_class c ON c.relname = g.index_name "
@@ -214,6 +213,9 @@ class GraphKeeper:
             "LEFT JOIN pg_index i ON i.indexrelid = c.oid WHERE g.table_name = %s",
             (table.name,),
         ).fetchall()
+        wanted, dimensions = self._wanted(
+            conn, table, {(str(r["grp"]), str(r["model"])) for r in listed}
+        )
         valid = set()
         for row in listed:
             graph = GroupIndex(table, str(row["grp"]), str(row["model"]))
@@ -230,15 +232,15 @@ class GraphKeeper:
                 "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
                 (graph.name, table.name, graph.group, graph.model),
             )
-            _build(conn, graph, dimensions.get(graph.model, 0))
+            build_concurrently(conn, graph.statement(dimensions.get(graph.model, 0)))
             kept.built.append(graph.label)
             log.info("built the index %s", graph.label)
 
     def _wanted(
-        self, conn: Connection[DictRow], table: VectorTable
+        self, conn: Connection[DictRow], table: VectorTable, listed: set[tuple[str, str]]
     ) -> tuple[set[GroupIndex], dict[str, int]]:
         """The indexes wanted now (a group at `minimum`, or one at half that whose index is
-        there already: no build and drop as a group hovers), and the models' dimensions.
+        `listed` already: no build and drop as a group hovers), and the models' dimensions.
         Group sizes come from the table the view keeps them in (no count of every vector
         each pass)."""
         models = conn.execute(
@@ -247,29 +249,29 @@ class GraphKeeper:
         dimensions = {str(r["model"]): int(r["dimension"]) for r in models}
         sizes_table, group, size = table.group_sizes or ("", "", "")
         sizes = conn.execute(
-            SQL(
-                "SELECT s.{group} AS grp, s.{size} AS n, "
-                "array(SELECT g.model FROM vector_graphs g WHERE g.table_name = %s "
-                "AND g.grp = s.{group}) AS listed FROM {sizes} s WHERE s.{size} >= %s"
-            ).format(group=Identifier(group), size=Identifier(size), sizes=Identifier(sizes_table)),
-            (table.name, max(self.minimum // 2, 1)),
+            SQL("SELECT {group} AS grp, {size} AS n FROM {sizes} WHERE {size} >= %s").format(
+                group=Identifier(group), size=Identifier(size), sizes=Identifier(sizes_table)
+            ),
+            (max(self.minimum // 2, 1),),
         ).fetchall()
         wanted = {
             GroupIndex(table, str(r["grp"]), model)
             for r in sizes
             for model in dimensions
-            if r["n"] >= self.minimum or model in r["listed"]
+            if r["n"] >= self.minimum or (str(r["grp"]), model) in listed
         }
         if table.words is not None:  # with any graph, the group's words
             wanted |= {GroupIndex(table, g.group, WORDS) for g in wanted}
         return wanted, dimensions
 
 
-def _build(conn: Connection[DictRow], index: GroupIndex, dimension: int) -> None:
+def build_concurrently(conn: Connection[DictRow], statement: Composed) -> None:
+    """Run a `CREATE INDEX CONCURRENTLY` with the memory an HNSW build needs and one
+    parallel worker (2 cores: the other serves), leaving the session as it was."""
     conn.execute("SET maintenance_work_mem = '1GB'")
     conn.execute("SET max_parallel_maintenance_workers = 1")
     try:
-        conn.execute(index.statement(dimension))
+        conn.execute(statement)
     finally:
         conn.execute("RESET maintenance_work_mem")
         conn.execute("RESET max_parallel_maintenance_workers")
