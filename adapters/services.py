@@ -7,7 +7,9 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from uuid import UUID
 
+from eventsourcing.application import Application
 from eventsourcing.postgres import PostgresApplicationRecorder
 from nats.aio.client import Client as NATS
 from nats.errors import Error as NatsError
@@ -22,9 +24,9 @@ from adapters.nats.stream import EventStream
 from adapters.postgres.advisory_locks import AdvisoryLocks
 from adapters.postgres.leadership import Job, lead
 from projections.memories import MemoriesView
-from projections.runner import ProjectionRunner
+from projections.runner import ProjectionRunner, ViewProgress
 from projections.vector_graphs import GraphKeeper, keep_quietly
-from projections.view import ProjectionError
+from projections.view import ProjectionError, View
 
 
 @dataclass
@@ -42,7 +44,7 @@ class Services:
     graph_interval: float = 60.0  # seconds between passes of the vector graphs' keeper
     relay: Relay | None = None
     accounts_relay: Relay | None = None
-    runners: dict[str, ProjectionRunner] = field(default_factory=dict)
+    runners: dict[str, ViewProgress] = field(default_factory=dict)  # by view name
     active_views: set[str] = field(default_factory=set)  # standby: those consumed here now
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _nats: NATS | None = None
@@ -78,26 +80,37 @@ class Services:
         if self.projections_enabled:
             for stream in streams.values():
                 await stream.ensure()
-            for name, view in c.views.items():
-                app = c.log_of(name)
-                feed = JetStreamFeed(streams[app.name], f"projection-{name}")
-                runner = ProjectionRunner(view, mapper=app.mapper, feed=feed, bridge=c.bridge)
-                self.runners[name] = runner
+            for app, views in self._views_by_log():
+                log_name = app.name
+                # One consumer for all the views of a log: each event decoded once,
+                # each batch one transaction for every view (`ProjectionRunner`).
+                feed = JetStreamFeed(streams[log_name], f"projections-{log_name}")
+                runner = ProjectionRunner(views, mapper=app.mapper, feed=feed, bridge=c.bridge)
+                self.runners.update(runner.progress)
+                what = f"projections of {log_name}"
                 if self.standby:
                     locks = self._locks = self._locks or AdvisoryLocks(c.database_url)
-                    job = self._while_active(name, runner)
-                    self._spawn(lead(locks, f"projection:{name}", job), f"projection {name}")
+                    job = self._while_active(runner)
+                    self._spawn(lead(locks, f"projections:{log_name}", job), what)
                 else:
-                    self._spawn(runner.run(), f"projection {name}")
+                    self._spawn(runner.run(), what)
         connected.set()
 
-    def _while_active(self, name: str, runner: ProjectionRunner) -> Job:
+    def _views_by_log(self) -> list[tuple[Application[UUID], list[View]]]:
+        c = self.container
+        groups: dict[str, tuple[Application[UUID], list[View]]] = {}
+        for name, view in c.views.items():
+            app = c.log_of(name)
+            groups.setdefault(app.name, (app, []))[1].append(view)
+        return list(groups.values())
+
+    def _while_active(self, runner: ProjectionRunner) -> Job:
         async def job() -> None:
-            self.active_views.add(name)
+            self.active_views.update(runner.progress)
             try:
                 await runner.run()
             finally:
-                self.active_views.discard(name)
+                self.active_views.difference_update(runner.progress)
 
         return job
 

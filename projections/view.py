@@ -48,11 +48,16 @@ def decode(
 ) -> Event:
     """The domain event of a stored event, or a `ProjectionError` naming its id."""
     try:
-        event = mapper.to_domain_event(stored)
+        return domain_event(mapper, stored)
     except Exception as e:
         raise ProjectionError.at(projection, notification_id, e) from e
+
+
+def domain_event(mapper: Mapper[UUID], stored: StoredEvent) -> Event:
+    """The aggregate event a stored event holds (a `TypeError` if it holds another thing)."""
+    event = mapper.to_domain_event(stored)
     if not isinstance(event, AggregateEvent):
-        raise ProjectionError.at(projection, notification_id, TypeError(f"not an event: {event!r}"))
+        raise TypeError(f"not an event: {event!r}")
     return event
 
 

@@ -13,8 +13,10 @@ class ListFeed:
     def __init__(self, batches: list[Sequence[Notification]]) -> None:
         self._batches = batches
         self.acked = 0
+        self.asked_after: list[int] = []  # the positions it was asked to start after
 
     async def batches(self, after: int) -> AsyncIterator[ListFeed.Batch]:
+        self.asked_after.append(after)
         for notifications in self._batches:
             yield ListFeed.Batch(self, notifications)
 

@@ -46,7 +46,7 @@ async def test_a_redelivered_batch_changes_the_read_model_once(container: Contai
     feed = ListFeed([log[:4], log[:4], log[2:], log])  # repeats and overlaps
     view = container.views["sessions"]
     runner = ProjectionRunner(
-        view, mapper=container.sessions.mapper, feed=feed, bridge=container.bridge
+        [view], mapper=container.sessions.mapper, feed=feed, bridge=container.bridge
     )
     await runner.run()
 
@@ -60,7 +60,7 @@ async def test_a_redelivered_batch_changes_the_read_model_once(container: Contai
         2,
     )
     assert (row.status, row.title, row.version) == ("completed", "renamed", len(log))
-    assert runner.applied == len(log)
+    assert runner.progress[view.name].applied == len(log)
     assert feed.acked == 4, "every batch is acked once it is committed"
 
 
@@ -112,6 +112,10 @@ async def test_an_unknown_topic_stops_the_projection_naming_its_notification_id(
     assert isinstance(runner.error, ProjectionError)
     assert f"notification id {bad}" in str(runner.error)
     assert runner.view.position() == bad - 1, "nothing after the bad event is applied"
+    for name, view in container.views.items():  # one feed: every view of the log stops
+        if container.log_of(name) is container.sessions:
+            assert f"notification id {bad}" in str(services.runners[name].error)
+            assert view.position() == bad - 1
 
     with pytest.raises(ProjectionError, match=f"notification id {bad}"):
         rebuild(runner.view, container.recorder, container.sessions.mapper)

@@ -96,21 +96,21 @@ async def test_a_redelivered_batch_changes_the_view_once(container: Container) -
     # the writes that came before it in the same pipelined transaction.
     feed = ListFeed([log[:5], log[:5], log[3:17], log[10:], log])
     runner = ProjectionRunner(
-        view, mapper=container.sessions.mapper, feed=feed, bridge=container.bridge
+        [view], mapper=container.sessions.mapper, feed=feed, bridge=container.bridge
     )
     await runner.run()
 
-    assert runner.applied == len(log)
+    assert runner.progress[view.name].applied == len(log)
     assert feed.acked == 5
     assert view.position() == log[-1].id
     assert_view_is_the_fold(container, sids)
     rows = await container.bridge(view.all_rows)
 
     again = ProjectionRunner(
-        view, mapper=container.sessions.mapper, feed=ListFeed([log]), bridge=container.bridge
+        [view], mapper=container.sessions.mapper, feed=ListFeed([log]), bridge=container.bridge
     )
     await again.run()
-    assert again.applied == 0
+    assert again.progress[view.name].applied == 0
     assert await container.bridge(view.all_rows) == rows
 
 
