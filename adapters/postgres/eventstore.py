@@ -11,7 +11,8 @@ def eventstore_env(database_url: str, *, pool_size: int, max_overflow: int) -> d
 
     `POSTGRES_ENABLE_DB_FUNCTIONS` stays off: with it on, inserts skip the table lock
     that makes commit order equal notification order, and a tailing reader can then
-    pass over an event that commits late.
+    pass over an event that commits late. Our recorder (`LockedInsertRecorder`) has a
+    function of its own that takes the lock.
     """
     params = conninfo_to_dict(database_url)
     return {
@@ -24,7 +25,7 @@ def eventstore_env(database_url: str, *, pool_size: int, max_overflow: int) -> d
         "POSTGRES_POOL_SIZE": str(pool_size),
         "POSTGRES_MAX_OVERFLOW": str(max_overflow),
         "POSTGRES_ENABLE_DB_FUNCTIONS": "no",
-        "APPLICATION_RECORDER_TOPIC": "adapters.postgres.recorder:UnpipelinedApplicationRecorder",
+        "APPLICATION_RECORDER_TOPIC": "adapters.postgres.recorder:LockedInsertRecorder",
         # Seconds a writer waits for the table lock before the library retries.
         "POSTGRES_LOCK_TIMEOUT": "10",
         # A rebuild holds one transaction open while it reads the log in pages.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from uuid import uuid4
 
+import psycopg
 import pytest
 
 from adapters.container import Container
@@ -16,6 +17,41 @@ pytestmark = pytest.mark.integration
 def test_the_store_uses_the_table_lock_path_not_db_functions(container: Container) -> None:
     assert container.sessions.env.get("POSTGRES_ENABLE_DB_FUNCTIONS") == "no"
     assert container.recorder.datastore.enable_db_functions is False
+
+
+def test_an_insert_waits_for_a_writer_holding_the_table_so_ids_follow_commit_order(
+    container: Container, database_url: str
+) -> None:
+    """A reader tailing ids never passes over one that commits late: a writer that has
+    drawn an id holds the table until it commits, and the next writer waits for it."""
+    app = container.sessions
+    sid = app.start_session(workspace_id=uuid4(), owner_id=uuid4(), title="order").session_id
+    before = container.recorder.max_notification_id() or 0
+    done: list[int] = []
+    recorder = container.recorder
+    with psycopg.connect(database_url) as slow:  # a writer in another process, mid-commit
+        # The recorder's own insert, in a transaction that has not committed yet.
+        row = slow.execute(
+            f"SELECT * FROM tokendance_insert_tokendance_events(ARRAY[ROW(%s, 1, "
+            f"'domain.session:AgentSession.SessionRenamed', '{{}}'::bytea)]::"
+            f"{recorder.stored_event_type_name}[])",
+            (uuid4(),),
+        ).fetchone()
+        assert row is not None
+        slow_id = int(row[0])
+        writer = threading.Thread(
+            target=lambda: done.append(app.append_user_message(sid, "later").notification_id)
+        )
+        writer.start()
+        writer.join(0.5)
+        assert writer.is_alive() and not done, "the insert waits for the table lock"
+        tail = container.recorder.select_notifications(before + 1, 10)
+        assert [n.id for n in tail] == [], "nothing committed yet is visible"
+        slow.commit()
+    writer.join(10)
+    assert done and done[0] > slow_id, "the later commit has the later id"
+    ids = [n.id for n in container.recorder.select_notifications(before + 1, 10)]
+    assert ids == [slow_id, done[0]]
 
 
 def test_concurrent_appenders_get_exactly_one_success_per_version(container: Container) -> None:
