@@ -20,6 +20,7 @@ from application.ports import ContextSnapshots
 from application.sessions import Receipt, SessionService
 from domain.budgets import BillingScope, Spend
 from domain.context import ContextBuilder, FoldedContext
+from domain.errors import SessionNotFound
 from domain.events import SessionEvent
 from domain.ledger import Ledger
 from domain.session import AgentSession as S
@@ -157,11 +158,13 @@ class _Loaded:
 def _load(
     sessions: SessionService, session_id: UUID, snapshots: ContextSnapshots | None
 ) -> _Loaded:
-    sessions.get_session(session_id)  # SessionNotFound for an unknown id
     kept = snapshots.latest(session_id) if snapshots is not None else None
     folded = context_snapshots.decode(kept[1], sessions.mapper) if kept is not None else None
     after = folded.version if folded is not None else 0
-    return _Loaded(folded, list(sessions.session_events(session_id, after=after)))
+    tail = list(sessions.session_events(session_id, after=after))
+    if folded is None and not tail:
+        raise SessionNotFound(session_id)  # a session has at least the event that started it
+    return _Loaded(folded, tail)
 
 
 def _head(sessions: SessionService, session_id: UUID, through: int) -> list[SessionEvent]:

@@ -173,11 +173,14 @@ class AgentRunner:
             cited, unknown = resolve_citations(turn.content, state.ledger.sources)
             crossings = await self._before_recording(state, turn, cost)
             opening = self.tool_calls.open(state, blocks_tool_uses(turn_blocks(turn)))
-            step = TurnStep(run_id, turn, latency_ms, cost, cited, unknown, crossings, opening.step)
+            # A turn that asks for no tool ends the run, in the same write.
+            ends = None if turn.tool_uses else turn.stop_reason
+            step = TurnStep(
+                run_id, turn, latency_ms, cost, cited, unknown, crossings, opening.step, ends
+            )
             receipt = await state.record(self.sessions.record_turn_and_calls, session_id, step)
             state.spent[-1] = (receipt.notification_id, state.spent[-1][1])
-            if not turn.tool_uses:
-                await state.record(self.sessions.complete_run, session_id, run_id, turn.stop_reason)
+            if ends is not None:
                 return "completed"
             if await self.tool_calls.go_on(state, opening) == "suspended":
                 return "suspended"

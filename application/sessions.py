@@ -350,7 +350,8 @@ class SessionService(Application[UUID]):
         return self._change(session_id, lambda s: s.repeat(e))
 
     def record_turn_and_calls(self, session_id: UUID, step: TurnStep) -> Receipt:
-        """A model turn, the thresholds its cost crossed and the calls it requests: one save."""
+        """A model turn, the thresholds its cost crossed, the calls it requests (or the
+        end of its run): one save."""
         return self._change(session_id, step.apply)
 
     def request_calls(self, session_id: UUID, step: CallsStep) -> Receipt:

@@ -72,7 +72,8 @@ class CallsStep:
 
 @dataclass(frozen=True)
 class TurnStep:
-    """A finished model turn, the budget thresholds its cost crossed, its first calls."""
+    """A finished model turn, the budget thresholds its cost crossed, its first calls,
+    and, for a turn that asks for no tool, the end of its run (`ends_run`: why)."""
 
     run_id: UUID
     turn: ModelTurn
@@ -82,6 +83,7 @@ class TurnStep:
     unknown_markers: Sequence[int] = ()
     crossings: Sequence[ThresholdCrossing] = ()
     calls: CallsStep = CallsStep()
+    ends_run: str | None = None
 
     def apply(self, s: AgentSession) -> None:
         s.record_assistant_turn(
@@ -94,6 +96,8 @@ class TurnStep:
                 c.spent_tokens, c.limit_tokens,
             )  # fmt: skip
         self.calls.apply(s)
+        if self.ends_run is not None:
+            s.complete_run(self.run_id, self.ends_run)
 
 
 @dataclass(frozen=True)
