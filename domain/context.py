@@ -9,6 +9,7 @@ working. (Consecutive user messages are fine: the Messages API joins them.)
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -119,8 +120,7 @@ class ContextBuilder:
         self._plan: list[PlanItem] = []
         self._sources: dict[int, NumberedSource] = {}  # as far as the log has come
         self._reads: dict[int, str] = {}  # source number -> the call that last read it
-        tools = json.dumps([_tool_json(t) for t in frame.tools], sort_keys=True)
-        self._frame_tokens = count(frame.system) + count(tools)
+        self._frame_tokens = _frame_tokens(frame.system, _tools_json(frame.tools), count)
 
     def apply(self, e: SessionEvent) -> None:
         match e:
@@ -231,6 +231,28 @@ class ContextBuilder:
         if index < self._dirty:
             self._dirty = index
             del self._messages[index:], self._tokens[index:]
+
+
+# A run starts with its frame's tokens: with all the tools that is a JSON text of
+# thousands of tokens, about 1.5 ms to write and count. Both are kept per frame.
+_TOOLS_JSON: dict[int, tuple[tuple[ToolSpec, ...], str]] = {}  # id -> (the specs, JSON)
+
+
+def _tools_json(tools: tuple[ToolSpec, ...]) -> str:
+    """The specs as JSON, written once per tuple of specs (the registry hands out one)."""
+    kept = _TOOLS_JSON.get(id(tools))
+    if kept is not None and kept[0] is tools:  # the same tuple, not a new one at its id
+        return kept[1]
+    text = json.dumps([_tool_json(t) for t in tools], sort_keys=True)
+    if len(_TOOLS_JSON) >= 16:
+        _TOOLS_JSON.clear()
+    _TOOLS_JSON[id(tools)] = (tools, text)
+    return text
+
+
+@functools.lru_cache(maxsize=16)
+def _frame_tokens(system: str, tools: str, count: Callable[[str], int]) -> int:
+    return count(system) + count(tools)
 
 
 def _tool_json(tool: ToolSpec) -> dict[str, object]:

