@@ -56,6 +56,7 @@ class RunScheduler:
         self.dispatch = dispatch
         self.locks = locks  # beside workers: a run a worker drives is not driven here too
         self._tasks: dict[UUID, asyncio.Task[RunEnd]] = {}
+        self._driving: dict[UUID, UUID] = {}  # session -> the run its task drives
 
     async def send_message(
         self,
@@ -152,17 +153,35 @@ class RunScheduler:
 
     def _spawn(self, session_id: UUID, run_id: UUID, *, recovering: bool = False) -> None:
         current = self._tasks.get(session_id)
+        previous = None
         if current is not None and not current.done():
-            return  # already driving this session's run
+            if self._driving.get(session_id) == run_id:
+                return  # already driving this run
+            # The last run has ended in the log (or this one could not have been
+            # requested) but its task is still winding down: this run goes after it.
+            previous = current
         task = asyncio.create_task(
-            self._drive(session_id, run_id, recovering), name=f"run {run_id}"
+            self._drive_after(previous, session_id, run_id, recovering), name=f"run {run_id}"
         )
         self._tasks[session_id] = task
+        self._driving[session_id] = run_id
         task.add_done_callback(lambda t: self._forget(session_id, t))
+
+    async def _drive_after(
+        self,
+        previous: asyncio.Task[RunEnd] | None,
+        session_id: UUID,
+        run_id: UUID,
+        recovering: bool,
+    ) -> RunEnd:
+        if previous is not None:
+            await asyncio.wait([previous])  # its outcome is its own, not this run's
+        return await self._drive(session_id, run_id, recovering)
 
     def _forget(self, session_id: UUID, task: asyncio.Task[RunEnd]) -> None:
         if self._tasks.get(session_id) is task:
             del self._tasks[session_id]
+            del self._driving[session_id]
 
     async def _drive(self, session_id: UUID, run_id: UUID, recovering: bool) -> RunEnd:
         locked = False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from uuid import UUID
 
 import pytest
 
@@ -340,3 +341,46 @@ async def test_a_model_stream_without_a_turn_fails_cleanly(tmp_path: Path) -> No
     sid = await engine.new_session()
     await engine.scheduler.send_message(sid, "hi")
     assert await engine.scheduler.wait(sid) == "failed"
+
+
+class SlowToRelease:
+    """Run locks (one process) whose release waits, as a round trip to Postgres does."""
+
+    def __init__(self) -> None:
+        self.held: set[UUID] = set()
+        self.release = asyncio.Event()
+
+    async def try_lock(self, session_id: UUID) -> bool:
+        if session_id in self.held:
+            return False
+        self.held.add(session_id)
+        return True
+
+    async def unlock(self, session_id: UUID) -> None:
+        await self.release.wait()
+        self.held.discard(session_id)
+
+    async def close(self) -> None:
+        self.held.clear()
+
+
+async def test_a_message_sent_while_the_last_run_is_still_winding_down_gets_its_run(
+    tmp_path: Path,
+) -> None:
+    """The client sees `done` once `RunCompleted` is stored; the task that drove the run
+    may still be releasing its lock then. The next message's run must neither be taken
+    for the one already driven nor find the lock held and give up."""
+    engine = make_engine(scripted({"text": "first"}, {"text": "second"}), tmp_path)
+    locks = engine.scheduler.locks = SlowToRelease()
+    sid = await engine.new_session()
+    await engine.scheduler.send_message(sid, "one")
+    for _ in range(300):
+        if engine.kinds(sid)[-1] == "RunCompleted":
+            break
+        await asyncio.sleep(0.01)
+    assert engine.scheduler.is_running(sid), "the first run's task is still releasing its lock"
+    await engine.scheduler.send_message(sid, "two")
+    locks.release.set()
+    assert await engine.scheduler.wait(sid) == "completed"
+    assert engine.kinds(sid)[-3:] == ["RunStarted", "AssistantTurnRecorded", "RunCompleted"]
+    assert engine.kinds(sid).count("RunCompleted") == 2, "the second message's run ran"
