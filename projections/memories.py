@@ -204,16 +204,17 @@ class MemoriesView(View):
         categories: Sequence[str] | None = None,
     ) -> list[MemoryHit]:
         """The best `k` unexpired memories of the namespaces: meaning and words fused."""
-        with self._snapshot() as curs:
-            # Nothing to find (a user who has kept no memory yet, say): no query to embed.
-            curs.execute(
+        # Nothing to find (a user who has kept no memory yet, say): one plain read, and
+        # no snapshot to set up nor query to embed.
+        with self.datastore.get_connection() as conn:
+            held = conn.execute(
                 "SELECT coalesce(sum(memories), 0) AS n FROM memory_namespaces "
                 "WHERE namespace = ANY(%s)",
                 (list(namespaces),),
-            )
-            held = curs.fetchone()
-            if held is None or not held["n"]:
-                return []
+            ).fetchone()
+        if held is None or not held["n"]:
+            return []
+        with self._snapshot() as curs:
             return search(curs, self.models.active(curs), query, namespaces, k, categories)
 
     def nearest(self, namespace: str, text: str) -> tuple[UUID, float] | None:
