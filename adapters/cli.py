@@ -189,7 +189,8 @@ def _relay(settings: Settings, _: argparse.Namespace) -> None:
 
 
 def _projections(settings: Settings, _: argparse.Namespace) -> None:
-    """Keep every read model up to date; beside other such processes, one is active per view."""
+    """Keep every read model up to date; beside other such processes, one is active per
+    log (for all the read models of that log)."""
     _background(settings, _services_until_stopped, role="projections", relay=False, standby=True)
 
 
