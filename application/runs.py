@@ -56,7 +56,6 @@ class RunScheduler:
         self.dispatch = dispatch
         self.locks = locks  # beside workers: a run a worker drives is not driven here too
         self._tasks: dict[UUID, asyncio.Task[RunEnd]] = {}
-        self._driving: dict[UUID, UUID] = {}  # session -> the run its task drives
 
     async def send_message(
         self,
@@ -152,19 +151,15 @@ class RunScheduler:
             log.warning("run %s not dispatched now (%s); the workers' sweep will", run_id, e)
 
     def _spawn(self, session_id: UUID, run_id: UUID, *, recovering: bool = False) -> None:
+        # A task of this session may still be winding down (its run ended or suspended
+        # in the log, its lock not yet released): this one goes after it, and then reads
+        # from the log whether there is anything to drive.
         current = self._tasks.get(session_id)
-        previous = None
-        if current is not None and not current.done():
-            if self._driving.get(session_id) == run_id:
-                return  # already driving this run
-            # The last run has ended in the log (or this one could not have been
-            # requested) but its task is still winding down: this run goes after it.
-            previous = current
+        previous = current if current is not None and not current.done() else None
         task = asyncio.create_task(
             self._drive_after(previous, session_id, run_id, recovering), name=f"run {run_id}"
         )
         self._tasks[session_id] = task
-        self._driving[session_id] = run_id
         task.add_done_callback(lambda t: self._forget(session_id, t))
 
     async def _drive_after(
@@ -175,13 +170,16 @@ class RunScheduler:
         recovering: bool,
     ) -> RunEnd:
         if previous is not None:
-            await asyncio.wait([previous])  # its outcome is its own, not this run's
+            try:
+                await asyncio.wait([previous])  # its outcome is its own, not this run's
+            except asyncio.CancelledError:
+                previous.cancel()  # a stop or a shutdown reaches the task it waits for
+                raise
         return await self._drive(session_id, run_id, recovering)
 
     def _forget(self, session_id: UUID, task: asyncio.Task[RunEnd]) -> None:
         if self._tasks.get(session_id) is task:
             del self._tasks[session_id]
-            del self._driving[session_id]
 
     async def _drive(self, session_id: UUID, run_id: UUID, recovering: bool) -> RunEnd:
         locked = False

@@ -384,3 +384,27 @@ async def test_a_message_sent_while_the_last_run_is_still_winding_down_gets_its_
     assert await engine.scheduler.wait(sid) == "completed"
     assert engine.kinds(sid)[-3:] == ["RunStarted", "AssistantTurnRecorded", "RunCompleted"]
     assert engine.kinds(sid).count("RunCompleted") == 2, "the second message's run ran"
+
+
+async def test_an_approval_given_while_the_suspended_run_is_winding_down_resumes_it(
+    tmp_path: Path,
+) -> None:
+    """The same race for a run that suspends for an approval: the person answers while
+    its task is still releasing the lock, and the run must go on all the same."""
+    llm = scripted({"tool_calls": [call("delete_file", "t1", path="/tmp/x")]}, {"text": "Deleted."})
+    engine = make_engine(llm, tmp_path)
+    locks = engine.scheduler.locks = SlowToRelease()
+    sid = await engine.new_session()
+    await engine.scheduler.send_message(sid, "delete /tmp/x")
+    for _ in range(300):
+        if engine.events(sid, "ConfirmationRequested"):
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    assert engine.scheduler.is_running(sid), "the suspended run's task is still releasing its lock"
+    asked = engine.events(sid, "ConfirmationRequested")[0]
+    await engine.scheduler.confirm(sid, asked.action_id, True, None, "alice")  # type: ignore[attr-defined]
+    locks.release.set()
+    assert await engine.scheduler.wait(sid) == "completed"
+    assert engine.delete_file.deleted == ["/tmp/x"]
+    assert engine.kinds(sid)[-1] == "RunCompleted"
