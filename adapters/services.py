@@ -37,6 +37,7 @@ class Services:
     relay_enabled: bool = True
     projections_enabled: bool = True
     relay_batch_size: int = 256
+    relay_poll_interval: float = 1.0  # seconds a caught-up relay waits for a NOTIFY
     stream_factory: Callable[[JetStreamContext, str], EventStream] = EventStream
     # Other processes may run the same projections: each view's runner then consumes
     # only while this process holds the view's lock, and stands by otherwise.
@@ -153,6 +154,7 @@ class Services:
             stream=stream,
             channel=recorder.channel_name,
             batch_size=self.relay_batch_size,
+            poll_interval=self.relay_poll_interval,
         )
         self._spawn(relay.run(), f"relay {stream.name}")
         return relay

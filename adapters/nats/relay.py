@@ -116,25 +116,27 @@ class Relay:
             batch = await self.bridge(
                 self.recorder.select_notifications, self.position + 1, self.batch_size
             )
-            if not batch:
-                # Caught up. A checkpoint per commit would be one more write per event
-                # under a steady trickle: write it once a second, or once nothing new
-                # has come for a poll interval.
-                if time.monotonic() - self._checkpointed_at > CHECKPOINT_INTERVAL:
-                    await self._advance_checkpoint()
-                if not await self._wait_for_commit(conn):
-                    await self._advance_checkpoint()
-                continue
-            try:
-                self.position = await self.stream.publish(batch, after=self.position)
-            except StreamUnavailable as e:
-                log.warning("publish failed (%s); backing off", e)
-                await self._backoff.wait()
-                await self._reconcile()
-                continue
-            self.published += len(batch)
-            self._backoff.reset()
+            if batch:
+                try:
+                    self.position = await self.stream.publish(batch, after=self.position)
+                except StreamUnavailable as e:
+                    log.warning("publish failed (%s); backing off", e)
+                    await self._backoff.wait()
+                    await self._reconcile()
+                    continue
+                self.published += len(batch)
+                self._backoff.reset()
+                if len(batch) == self.batch_size:  # more may be waiting: read on at once
+                    if time.monotonic() - self._checkpointed_at > CHECKPOINT_INTERVAL:
+                        await self._advance_checkpoint()
+                    continue
+            # Caught up: a short read had every commit before it (the insert's table lock
+            # makes commit order id order), and each later commit notifies. A checkpoint
+            # per commit would be one more write per event under a steady trickle: write
+            # it once a second, or once nothing new has come for a poll interval.
             if time.monotonic() - self._checkpointed_at > CHECKPOINT_INTERVAL:
+                await self._advance_checkpoint()
+            if not await self._wait_for_commit(conn):
                 await self._advance_checkpoint()
 
     async def _advance_checkpoint(self) -> None:

@@ -28,13 +28,11 @@ def test_an_insert_waits_for_a_writer_holding_the_table_so_ids_follow_commit_ord
     sid = app.start_session(workspace_id=uuid4(), owner_id=uuid4(), title="order").session_id
     before = container.recorder.max_notification_id() or 0
     done: list[int] = []
-    recorder = container.recorder
     with psycopg.connect(database_url) as slow:  # a writer in another process, mid-commit
         # The recorder's own insert, in a transaction that has not committed yet.
         row = slow.execute(
-            f"SELECT * FROM tokendance_insert_tokendance_events(ARRAY[ROW(%s, 1, "
-            f"'domain.session:AgentSession.SessionRenamed', '{{}}'::bytea)]::"
-            f"{recorder.stored_event_type_name}[])",
+            "SELECT * FROM tokendance_append_tokendance_events(ARRAY[%s]::uuid[], ARRAY[1], "
+            "ARRAY['domain.session:AgentSession.SessionRenamed'], ARRAY['{}'::bytea])",
             (uuid4(),),
         ).fetchone()
         assert row is not None

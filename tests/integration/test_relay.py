@@ -82,6 +82,30 @@ async def test_every_event_is_published_once_in_commit_order(
     assert ids == stored_ids(container)
 
 
+async def test_full_reads_read_on_and_short_reads_wait_for_the_next_commit(
+    container: Container, nats_url: str
+) -> None:
+    """Batches of 4 and a poll so slow that only a NOTIFY can wake the relay in time: a
+    burst fills batches (read on at once), a trickle gives short reads (then wait for
+    the next commit); either way every event goes out once, in order, without the poll."""
+    relay_only = Services(
+        container, projections_enabled=False, relay_batch_size=4, relay_poll_interval=3600
+    )
+    await relay_only.start()
+    try:
+        sids = [new_session(container) for _ in range(3)]
+        threads = [threading.Thread(target=append, args=(container, s, 25)) for s in sids]
+        for t in threads:
+            t.start()
+        await asyncio.to_thread(lambda: [t.join() for t in threads])
+        assert await all_published(container, nats_url) == stored_ids(container)
+        for _ in range(5):
+            await asyncio.to_thread(append, container, sids[0], 1)
+            assert await all_published(container, nats_url) == stored_ids(container)
+    finally:
+        await relay_only.stop()
+
+
 async def test_a_commit_held_back_by_a_trigger_is_not_skipped(
     container: Container, services: Services, nats_url: str, database_url: str
 ) -> None:
