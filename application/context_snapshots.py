@@ -33,7 +33,7 @@ from domain.session import AgentSession as S
 from domain.sources import NumberedSource
 from domain.values import PlanItem
 
-FORMAT = 1  # change it with the shape below: older snapshots are then ignored
+FORMAT = 2  # change it with the shape below: older snapshots are then ignored
 
 _Triple = tuple[str, str, str]
 
@@ -90,6 +90,7 @@ class _Ledger(msgspec.Struct, array_like=True):
     failures: list[tuple[str, str, int]]
     sources: list[tuple[int, str, str, str, str | None]]
     done: list[str]
+    active_run: UUID | None
 
 
 class _Snapshot(msgspec.Struct, array_like=True):
@@ -123,7 +124,7 @@ def encode(version: int, ledger: Ledger, context: FoldedContext, mapper: Mapper[
         list(live.turns_by_run.items()), live.last_turn_version, live.tokens_used,
         live.stalled_turns, [(t, s, n) for (t, s), n in live.failures.items()],
         [(s.number, s.url, s.title, s.snippet, s.blob_ref) for s in live.sources.values()],
-        sorted(live.done_steps),
+        sorted(live.done_steps), live.active_run,
     )  # fmt: skip
     if ledger.started is not None:
         state.events.insert(0, _event(ledger.started, mapper))
@@ -173,6 +174,7 @@ def _ledger(raw: _Ledger, mapper: Mapper[UUID]) -> Ledger:
     ledger.sources = {n: NumberedSource(n, url, t, sn, ref) for n, url, t, sn, ref in raw.sources}
     ledger.source_numbers = {s.url: n for n, s in sorted(ledger.sources.items())}
     ledger.restore_done(frozenset(raw.done))
+    ledger.active_run = raw.active_run
     return ledger
 
 

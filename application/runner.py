@@ -35,7 +35,7 @@ from application.skills.service import Skills
 from application.steps import UNRECORDED, TurnStep
 from application.tool_calls import ToolCalls
 from application.tools.registry import ToolRegistry
-from domain.budgets import BillingScope, BudgetExceeded, Spend, ThresholdCrossing
+from domain.budgets import BudgetExceeded, Spend, ThresholdCrossing
 from domain.context import ContextBuilder, ContextFrame, fold_messages
 from domain.conversation import (
     SESSION_KEY,
@@ -143,12 +143,10 @@ class AgentRunner:
     ) -> RunEnd:
         await state.load()
         state.follow(ContextBuilder(self.frame(state.settings), self.counter.count))
-        session = await self.bridge(self.sessions.get_session, session_id)
-        if session.active_run != run_id:
+        # As the log just read says (the aggregate checks again at the run's next write).
+        if state.ledger.active_run != run_id:
             return "not_active"
-        state.billing = BillingScope(
-            session.organization_id, session.team_id, session.workspace_id, session.owner_id
-        )
+        state.billing = state.ledger.billing
         if not state.has_started():
             await state.record(self.sessions.start_run, session_id, run_id, self.worker)
             await self._match_skill(state)

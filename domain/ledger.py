@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import assert_never
 from uuid import UUID
 
+from domain.budgets import BillingScope
 from domain.events import SessionEvent
 from domain.memories import MemoryScope
 from domain.policies import error_signature
@@ -34,6 +35,7 @@ class Ledger:
     results: dict[str, S.ToolResultRecorded] = field(default_factory=dict)
     confirmations: dict[str, S.ConfirmationRequested] = field(default_factory=dict)  # by use
     answers: dict[str, S.ConfirmationGiven] = field(default_factory=dict)  # by action id
+    active_run: UUID | None = None  # requested and not yet ended, as the aggregate says
     started_runs: set[UUID] = field(default_factory=set)
     turns_by_run: dict[UUID, int] = field(default_factory=dict)
     last_turn_by_run: dict[UUID, S.AssistantTurnRecorded] = field(default_factory=dict)
@@ -58,8 +60,12 @@ class Ledger:
             case S.SessionStarted(settings=settings, workspace_id=workspace, owner_id=owner):
                 self.settings, self.workspace_id, self.owner_id = settings, workspace, owner
                 self.started = e
+            case S.RunRequested(run_id=run_id):
+                self.active_run = run_id
             case S.RunStarted(run_id=run_id):
                 self.started_runs.add(run_id)
+            case S.RunCompleted() | S.RunFailed() | S.RunStopped():
+                self.active_run = None
             case S.AssistantTurnRecorded():
                 self._turn(e)
             case S.ToolCallRequested(tool_use_id=tool_use_id, tool=tool):
@@ -90,8 +96,7 @@ class Ledger:
                 | S.MemoriesRecalled()
                 | S.ContextCompacted() | S.BudgetThresholdReached()
                 | S.ArtifactCreated() | D.DeckEvent()
-                | S.RunRequested()
-                | S.RunCompleted() | S.RunFailed() | S.RunStopped() | S.SessionRenamed()
+                | S.SessionRenamed()
                 | S.SessionCompleted() | S.SessionArchived()
             ):  # fmt: skip
                 pass  # nothing the loop asks about
@@ -105,6 +110,16 @@ class Ledger:
         if start is None:
             return None
         return MemoryScope(start.owner_id, start.workspace_id, start.organization_id, start.team_id)
+
+    @property
+    def billing(self) -> BillingScope | None:
+        """Whose budgets cover the session's spend, once its start is applied."""
+        start = self.started
+        if start is None:
+            return None
+        return BillingScope(
+            start.organization_id, start.team_id, start.workspace_id, start.owner_id
+        )
 
     def live(self) -> Ledger:
         """The same answers for every call still in question (those of each run's last

@@ -4,7 +4,7 @@ exactly the request a fold of the whole log builds."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from adapters.bootstrap import in_memory_sessions
 from application import context_snapshots
@@ -13,6 +13,7 @@ from application.context_snapshots import InMemoryContextSnapshots
 from application.run_state import RunState
 from application.sessions import SessionService
 from application.steps import CallRequest, CallsStep, ResultStep, TurnStep
+from domain.budgets import BillingScope
 from domain.context import ContextBuilder, ContextFrame
 from domain.conversation import ModelRequest, ModelTurn, TextBlock, ToolSpec, ToolUseBlock, Usage
 from domain.events import SessionEvent
@@ -36,7 +37,7 @@ def answers(ledger: Ledger, run_id: UUID | None) -> tuple[object, ...]:
         ledger.settings, ledger.workspace_id, ledger.owner_id, ledger.started_runs,
         ledger.turns_by_run, ledger.last_turn_version, ledger.tokens_used,
         ledger.stalled_turns, ledger.failures, ledger.skill, ledger.source_numbers,
-        ledger.sources, ledger.done_steps,
+        ledger.sources, ledger.done_steps, ledger.active_run, ledger.billing,
         ledger.tool_uses_of_last_turn(run_id) if run_id else None,
     )  # fmt: skip
 
@@ -141,3 +142,29 @@ async def test_a_run_with_an_unreadable_snapshot_folds_the_whole_log() -> None:
         assert state.context.request_and_estimate() == full_fold(events)
     finally:
         bridge.close()
+
+
+def test_the_ledgers_active_run_and_billing_are_the_aggregates_at_every_version() -> None:
+    """A run starts from the log it read, not from the aggregate: the two must agree on
+    which run is active (through completion, failure and a user's stop) and who pays."""
+    sessions = in_memory_sessions()
+    sid, run_id = start(sessions)
+    sessions.complete_run(sid, run_id)
+    failing, stopped = uuid4(), uuid4()
+    sessions.submit_message(sid, "again", failing)
+    sessions.fail_run(sid, failing, "the model is down", "LLM_UNAVAILABLE")
+    sessions.submit_message(sid, "and again", stopped)
+    sessions.start_run(sid, stopped, "test-worker")
+    sessions.stop_active_run(sid, "stopped by user")
+    events = list(sessions.session_events(sid))
+    ledger = Ledger()
+    seen: set[UUID | None] = set()
+    for e in events:
+        ledger.apply(e)
+        session = sessions.get_session(sid, version=e.originator_version)
+        assert ledger.active_run == session.active_run, e
+        assert ledger.billing == BillingScope(
+            session.organization_id, session.team_id, session.workspace_id, session.owner_id
+        )
+        seen.add(ledger.active_run)
+    assert seen == {None, run_id, failing, stopped}
