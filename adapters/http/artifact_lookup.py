@@ -36,7 +36,7 @@ class ArtifactLookup:
         if row is None:
             raise _not_found(artifact_id)
         try:
-            await self.access.session(caller.user, row.session_id)
+            await self.access.session_workspace(caller.user, row.session_id)
         except SessionNotFound:
             raise _not_found(artifact_id) from None
         return row

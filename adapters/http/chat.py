@@ -54,14 +54,14 @@ class ChatController(Controller):
         `Idempotency-Key` already used in this session nothing is appended: the run
         that the first request started is streamed again, from its message.
         """
-        session = await access.session(request.user, session_id, write=True)
+        workspace_id = await access.session_workspace(request.user, session_id, write=True)
         key = request.headers.get("idempotency-key")
         first = None if key is None else await bridge(_first_use, sessions, session_id, key)
         if first is None:
             uploads = [a for a in data.attachments if isinstance(a, str)]
             file_ids = [a.file_id for a in data.attachments if isinstance(a, FileAttachment)]
             await check_attachments(request.app.state, bridge, session_id, uploads)
-            attached = await attach(workspace_files, blobs, session.workspace_id, file_ids)
+            attached = await attach(workspace_files, blobs, workspace_id, file_ids)
             receipt = await scheduler.send_message(
                 session_id, data.content, attachments=uploads, idempotency_key=key,
                 files=attached,
@@ -82,7 +82,7 @@ class ChatController(Controller):
 
         A chat stream that is waiting on this action goes on to the tool's result.
         """
-        await access.session(request.user, session_id, write=True)
+        await access.session_workspace(request.user, session_id, write=True)
         answer = await scheduler.answer(
             session_id, data.action_id, data.confirmed, data.feedback, str(request.user.user_id)
         )
@@ -92,7 +92,7 @@ class ChatController(Controller):
     async def stop(
         self, session_id: UUID, request: Caller, access: Access, scheduler: RunScheduler
     ) -> StopOut:
-        await access.session(request.user, session_id, write=True)
+        await access.session_workspace(request.user, session_id, write=True)
         receipt = await scheduler.stop(session_id)
         return StopOut(session_id=session_id, status="stopped", version=receipt.version)
 
@@ -101,7 +101,7 @@ class ChatController(Controller):
         self, session_id: UUID, request: Caller, access: Access, views: ReadModels,
         sessions: SessionService, bridge: SyncBridge,
     ) -> WorkingMemoryOut:  # fmt: skip
-        await access.session(request.user, session_id)
+        await access.session_workspace(request.user, session_id)
         memory = await bridge(views.memory.get, session_id)
         if memory is None:  # the read model is behind: render from the log itself
             events = await bridge(lambda: list(sessions.session_events(session_id)))

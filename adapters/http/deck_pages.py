@@ -136,7 +136,7 @@ class DeckController(Controller):
         row = await artifacts.find(request, artifact_id)
         if row.kind != "ppt":
             raise ApiError(400, "only slide decks regenerate a page", "NOT_A_DECK")
-        await access.session(request.user, row.session_id, write=True)
+        await access.session_workspace(request.user, row.session_id, write=True)
         deck = await regenerator.check(row.session_id, artifact_id)
         if not 1 <= data.page_index <= len(deck.slides):
             raise ApiError(

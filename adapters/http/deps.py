@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 from uuid import UUID
 
@@ -24,6 +24,7 @@ from projections.working_memory import WorkingMemoryView
 
 Caller = Request[Principal, str, State]  # an authenticated request
 Blobs = Annotated[BlobStore, Dependency(skip_validation=True)]  # a Protocol: not validated
+KNOWN_SESSIONS = 100_000  # sessions whose workspace a process keeps (forgotten all at once)
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,9 @@ class Access:
     sessions: SessionService
     accounts: AccountService
     bridge: SyncBridge
+    # A session's workspace never changes: kept once read, so checking who may see a
+    # session does not load its aggregate (only the caller's role is read each time).
+    _workspaces: dict[UUID, UUID] = field(default_factory=dict)
 
     async def authenticate(self, access_token: str) -> Principal:
         return await self.bridge(self.accounts.authenticate, access_token)
@@ -67,9 +71,21 @@ class Access:
         self, principal: Principal, session_id: UUID, *, write: bool = False
     ) -> AgentSession:
         """The session (from the write side), if the caller may see it (or change it)."""
-        session = await self.bridge(self.sessions.get_session, session_id)
+        await self.session_workspace(principal, session_id, write=write)
+        return await self.bridge(self.sessions.get_session, session_id)
+
+    async def session_workspace(
+        self, principal: Principal, session_id: UUID, *, write: bool = False
+    ) -> UUID:
+        """The session's workspace, if the caller may see the session (or change it)."""
+        workspace_id = self._workspaces.get(session_id)
+        if workspace_id is None:
+            session = await self.bridge(self.sessions.get_session, session_id)
+            if len(self._workspaces) >= KNOWN_SESSIONS:
+                self._workspaces.clear()
+            workspace_id = self._workspaces[session_id] = session.workspace_id
         try:
-            await self.workspace(principal, session.workspace_id, write=write)
+            await self.workspace(principal, workspace_id, write=write)
         except WorkspaceNotFound:
             raise SessionNotFound(session_id) from None
-        return session
+        return workspace_id

@@ -49,7 +49,7 @@ class StreamController(Controller):
         event_type: Annotated[str | None, Parameter(query="type", max_length=100)] = None,
     ) -> AuditPage:  # fmt: skip
         """The raw events, paginated by version (`after`), filterable by type."""
-        await access.session(request.user, session_id)
+        await access.session_workspace(request.user, session_id)
         wanted = None if event_type is None else EVENT_CLASSES.get(event_type)
         if event_type is not None and wanted is None:
             raise ApiError(400, f"event_type: no event type {event_type!r}")
@@ -112,7 +112,7 @@ async def _visible(
 
     if not await views.waiter.until("confirmations", known, timeout=1.0):
         raise NotFound(f"no confirmation request {request_id}")
-    await access.session(request.user, found[0].session_id, write=write)
+    await access.session_workspace(request.user, found[0].session_id, write=write)
     return found[0]
 
 

@@ -119,7 +119,7 @@ class SessionController(Controller):
         bridge: SyncBridge,
     ) -> None:  # fmt: skip
         """Archive: the log stays whole; the session leaves the lists."""
-        await access.session(request.user, session_id, write=True)
+        await access.session_workspace(request.user, session_id, write=True)
         await bridge(sessions.archive_session, session_id)
 
     @post("/{session_id:uuid}/complete", status_code=200)
@@ -127,7 +127,7 @@ class SessionController(Controller):
         self, session_id: UUID, request: Caller, access: Access, sessions: SessionService,
         bridge: SyncBridge,
     ) -> SessionOut:  # fmt: skip
-        await access.session(request.user, session_id, write=True)
+        await access.session_workspace(request.user, session_id, write=True)
         return await _written(sessions, bridge, await bridge(sessions.complete_session, session_id))
 
     @post("/{session_id:uuid}/fork", status_code=HTTP_201_CREATED)
@@ -136,7 +136,7 @@ class SessionController(Controller):
         sessions: SessionService, bridge: SyncBridge,
     ) -> SessionOut:  # fmt: skip
         """A new session holding this one's log up to `at_version`."""
-        await access.session(request.user, session_id, write=True)
+        await access.session_workspace(request.user, session_id, write=True)
         receipt = await bridge(sessions.fork_session, session_id, data.at_version)
         return await _written(sessions, bridge, receipt)
 
@@ -145,7 +145,7 @@ class SessionController(Controller):
         self, session_id: UUID, request: Caller, access: Access, sessions: SessionService,
         bridge: SyncBridge, limit: Annotated[int, Parameter(ge=1, le=1000)] = 100,
     ) -> MessagePage:  # fmt: skip
-        await access.session(request.user, session_id)
+        await access.session_workspace(request.user, session_id)
         events = await bridge(_events, sessions, session_id)
         items = [_message_out(m) for m in map(message_of, events) if m is not None]
         return MessagePage(items[-limit:], len(items))
@@ -156,7 +156,7 @@ class SessionController(Controller):
         bridge: SyncBridge,
     ) -> list[sse.Artifact]:  # fmt: skip
         """The session's `ArtifactCreated` events, as the SSE `artifact` payload has them."""
-        await access.session(request.user, session_id)
+        await access.session_workspace(request.user, session_id)
         events = await bridge(_events, sessions, session_id)
         return [p for e in events for p in payloads(e) if isinstance(p, sse.Artifact)]
 

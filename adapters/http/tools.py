@@ -38,7 +38,7 @@ class ToolController(Controller):
     ) -> Response[ToolExecuteOut]:  # fmt: skip
         """Run a tool in a session by hand; 202 with an action id if it needs approval first."""
         tool = _tool(tools, name)
-        await access.session(request.user, data.session_id, write=True)
+        await access.session_workspace(request.user, data.session_id, write=True)
         outcome = await manual.execute(data.session_id, name, data.args)
         status = HTTP_202_ACCEPTED if outcome.status == "confirm_required" else HTTP_200_OK
         body = ToolExecuteOut(

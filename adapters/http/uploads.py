@@ -131,7 +131,7 @@ class UploadController(Controller):
         bridge: SyncBridge,
     ) -> AttachmentOut:
         """Store a file (multipart field `file`, at most 10 MiB); cite its `blob_ref` in chat."""
-        await access.session(request.user, session_id, write=True)
+        await access.session_workspace(request.user, session_id, write=True)
         try:
             content = await data.file.read(MAX_UPLOAD + 1)
         finally:
