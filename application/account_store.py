@@ -17,9 +17,12 @@ A = TypeVar("A", bound=Aggregate)
 class AccountStore(Application[UUID]):
     """The accounts application's store: users, organizations and token families."""
 
-    def _get(self, kind: type[A], aggregate_id: UUID) -> A | None:
+    def _get(self, kind: type[A], aggregate_id: UUID, *, copy: bool = True) -> A | None:
+        """The aggregate, brought up to date; a copy to change, unless `copy` is False:
+        then the cached one itself, only to read (never to change; a concurrent read may
+        bring it forward meanwhile). Not copying saves a deep copy per request."""
         try:
-            aggregate: object = self.repository.get(aggregate_id)
+            aggregate: object = self.repository.get(aggregate_id, deepcopy_from_cache=copy)
         except AggregateNotFoundError:
             return None
         # All kinds share one store; an id of the wrong kind is as good as missing.

@@ -94,14 +94,14 @@ class Logins(AccountStore):
     def authenticate(self, access_token: str) -> Principal:
         """Who the access token speaks for, if its login is still live (one cached read)."""
         claims = self._tokens.decode(access_token, typ="access")
-        if self._family(claims).revoked:
+        if self._family(claims, copy=False).revoked:
             raise TokenRevoked()
         return Principal(claims.user_id, claims.family_id, claims.expires_at)
 
     # -- token families -----------------------------------------------------------
 
-    def _family(self, claims: Claims) -> TokenFamily:
-        family = self._get(TokenFamily, claims.family_id)
+    def _family(self, claims: Claims, *, copy: bool = True) -> TokenFamily:
+        family = self._get(TokenFamily, claims.family_id, copy=copy)
         if family is None or family.user_id != claims.user_id:
             raise InvalidToken()
         return family

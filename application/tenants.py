@@ -130,14 +130,14 @@ class Tenants(AccountStore):
     def workspace_of(self, user_id: UUID, workspace_id: UUID) -> WorkspaceInfo:
         """The workspace with its organization, team and the user's role; NotFound if the
         user is not a member of its organization."""
-        for organization, role in self._memberships(user_id):
+        for organization, role in self._memberships(user_id, copy=False):
             if workspace_id in organization.workspaces:
                 team_id, name = organization.workspaces[workspace_id]
                 return WorkspaceInfo(workspace_id, name, organization.id, team_id, role)
         raise WorkspaceNotFound(workspace_id)
 
     def role_in_workspace(self, user_id: UUID, workspace_id: UUID) -> Role | None:
-        for organization, role in self._memberships(user_id):
+        for organization, role in self._memberships(user_id, copy=False):
             if workspace_id in organization.workspaces:
                 return role
         return None
@@ -182,11 +182,14 @@ class Tenants(AccountStore):
 
     # -- memberships --------------------------------------------------------------
 
-    def _memberships(self, user_id: UUID) -> Iterator[tuple[Organization, Role]]:
-        """The user's organizations with its role in each, read from the aggregates."""
-        user = self._get(User, user_id)
+    def _memberships(
+        self, user_id: UUID, *, copy: bool = True
+    ) -> Iterator[tuple[Organization, Role]]:
+        """The user's organizations with its role in each, read from the aggregates
+        (the cached ones themselves if not `copy`: only to read)."""
+        user = self._get(User, user_id, copy=copy)
         for organization_id in user.organization_ids if user else []:
-            organization = self._get(Organization, organization_id)
+            organization = self._get(Organization, organization_id, copy=copy)
             role = organization.role_of(user_id) if organization else None
             if organization is not None and role is not None:
                 yield organization, role

@@ -302,8 +302,8 @@ class RacingAccounts(AccountService):
 
     racing_token: str | None = None
 
-    def _family(self, claims: Claims) -> TokenFamily:
-        family = super()._family(claims)
+    def _family(self, claims: Claims, *, copy: bool = True) -> TokenFamily:
+        family = super()._family(claims, copy=copy)
         token, self.racing_token = self.racing_token, None
         if token is not None:
             self.refresh(token)
