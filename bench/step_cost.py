@@ -3,7 +3,10 @@
 A step (turn, tool call, sources, result) written as one command per event (as the loop
 did) and as the two combined commands (as it does), each against the same rows written
 by one plain INSERT transaction; run start (load, fold, first request) with and without
-a snapshot of the folded log. Embedded Postgres.
+a snapshot of the folded log. Embedded Postgres. The long session (1,512 steps) is at
+the same point of its compaction cycle as the short one (12 steps), so both requests
+hold the same live conversation and what differs is the log behind it; each start
+prints how many events it read and how many messages its request holds.
 
 python -m bench.step_cost
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from uuid import UUID, uuid4
 
 import psycopg
@@ -97,13 +101,26 @@ def step_costs(url: str, app: SessionService, write: Write) -> tuple[float, floa
     return median(costs), median(plain)
 
 
+RUN_STARTS = 31  # a start at v~50 takes a few ms: enough of them that noise averages out
+COMPACT_EVERY = 300  # steps
+SHORT, LONG = 12, 5 * COMPACT_EVERY + 12  # steps: versions ~50 and ~5,000
+
+
+@dataclass(frozen=True)
+class Start:
+    seconds: float  # the median
+    version: int
+    events_read: int
+    messages: int  # in the first request
+
+
 async def run_start(
     system: System, app: SessionService, steps: int, snapshots: PostgresContextSnapshots | None
-) -> float:
+) -> Start:
     c = system.container
     sid, run_id = start(app)
     for i in range(steps):
-        step(app, sid, run_id, i, compact_every=300)
+        step(app, sid, run_id, i, compact_every=COMPACT_EVERY)
     if snapshots is not None:
         keeper = RunState(sid, run_id, app, c.bridge, snapshots, 100)
         await keeper.load()
@@ -115,15 +132,15 @@ async def run_start(
             TurnStep(run_id, turn, 5, ModelCallCost(), calls=CallsStep((call,))),
         )
     times = []
-    for _ in range(7):
+    for _ in range(RUN_STARTS):
         t = time.perf_counter()
         state = RunState(sid, run_id, app, c.bridge, snapshots, 100)
         await state.load()
         state.follow(ContextBuilder(FRAME))
         assert state.context is not None
-        state.context.request()
+        request = state.context.request()
         times.append(time.perf_counter() - t)
-    return median(times)
+    return Start(median(times), state.version, len(state.log), len(request.messages))
 
 
 def main() -> None:
@@ -142,10 +159,12 @@ def main() -> None:
             print(f"step at {GROWN}, {name}: {cost * 1000:.2f} ms vs plain INSERT "
                   f"{plain * 1000:.2f} ms = {cost / plain:.1f}x")  # fmt: skip
         for label, store in (("full fold", None), ("snapshot + tail", snapshots)):
-            short = asyncio.run(run_start(system, app, 12, store))
-            long = asyncio.run(run_start(system, app, 1560, store))
-            print(f"run start, {label}: v~50 {short * 1000:.1f} ms, v~5000 {long * 1000:.1f} ms "
-                  f"= {long / short:.2f}x")  # fmt: skip
+            short = asyncio.run(run_start(system, app, SHORT, store))
+            long = asyncio.run(run_start(system, app, LONG, store))
+            print(f"run start, {label}: " + ", ".join(
+                f"v{s.version} {s.seconds * 1000:.1f} ms ({s.events_read} events read, "
+                f"{s.messages} messages)" for s in (short, long)
+            ) + f" = {long.seconds / short.seconds:.2f}x")  # fmt: skip
 
 
 if __name__ == "__main__":
