@@ -3,11 +3,14 @@
 eventsourcing and its Postgres recorder are synchronous (psycopg + threads). Async
 code calls them through one thread pool whose size matches the connection pool, so
 a burst of commands queues for a thread instead of for a connection while holding one.
+A call runs in a copy of its caller's context, as with `asyncio.to_thread`: what a run's
+task set (the hold on its session) holds for the commands it calls.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +29,8 @@ class SyncBridge:
 
     async def __call__(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+        return await loop.run_in_executor(self._executor, call)
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)

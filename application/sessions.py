@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -50,6 +51,7 @@ class Receipt:
 class _Hold:
     """A run this process drives, and who holds it (see `SessionService.hold`)."""
 
+    session_id: UUID
     run_id: UUID
     worker: str | None
 
@@ -61,6 +63,11 @@ class _Hold:
                 f"run {self.run_id} of session {session.id} was claimed by "
                 f"{session.run_worker}, not {self.worker}"
             )
+
+
+# The run whose task this is, if any: set by `SessionService.hold` in the task that drives
+# the run, and seen by what that task calls (`SyncBridge` carries it into the thread).
+_HOLD: ContextVar[_Hold | None] = ContextVar("tokendance_run_hold", default=None)
 
 
 class SessionService(Application[UUID]):
@@ -75,7 +82,6 @@ class SessionService(Application[UUID]):
 
     def __init__(self, env: EnvType | None = None) -> None:
         super().__init__(env)
-        self._holds: dict[UUID, _Hold] = {}  # session -> the run this process drives in it
         # Replay applies the inputs a run met midway (a takeover's claim) through this.
         self.before_change: Callable[[AgentSession], None] | None = None
 
@@ -392,19 +398,19 @@ class SessionService(Application[UUID]):
 
     @contextmanager
     def hold(self, session_id: UUID, run_id: UUID, worker: str | None = None) -> Iterator[None]:
-        """While this process drives `run_id`, refuse its writes to the session once the
-        run has ended or another worker has claimed it (`ClaimLost`).
+        """While the calling task drives `run_id`, refuse the writes it makes to the
+        session (itself, or through what it calls: tasks it starts, the bridge's threads)
+        once the run has ended or another worker has claimed it (`ClaimLost`). Other
+        commands this process handles meanwhile are the aggregate's alone to judge.
 
         `worker` is who holds the run; unknown (a run started or resumed in this
         process), it is the run's worker at this process's first write.
         """
-        hold = _Hold(run_id, worker)
-        self._holds[session_id] = hold
+        token = _HOLD.set(_Hold(session_id, run_id, worker))
         try:
             yield
         finally:
-            if self._holds.get(session_id) is hold:
-                del self._holds[session_id]
+            _HOLD.reset(token)
 
     def _change(
         self,
@@ -419,7 +425,9 @@ class SessionService(Application[UUID]):
             )
         if self.before_change is not None:
             self.before_change(session)
-        hold = self._holds.get(session_id)
+        hold = _HOLD.get()
+        if hold is not None and hold.session_id != session_id:
+            hold = None  # the run's task writing to another session: not fenced by this run
         if hold is not None:
             hold.check(session)
         command(session)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from uuid import UUID, uuid4
 
 import pytest
 
 from adapters.bootstrap import in_memory_sessions
+from application.bridge import SyncBridge
 from application.sessions import SessionService
 from domain.errors import ClaimLost
 
@@ -64,3 +66,32 @@ def test_a_hold_ends_with_its_block() -> None:
     _claim_elsewhere(sessions, sid, run_id, "worker-b")
     sessions.note_progress(sid, "no hold here any more")
     assert sessions.get_session(sid).run_worker == "worker-b"
+
+
+async def test_a_hold_fences_its_runs_writes_not_other_commands_in_the_process() -> None:
+    """What a hold fences is the writes of the task that drives the run. A user's command
+    that this process handles while that task winds down (its run just ended) is no
+    write of the run: the aggregate alone judges it, as on any other process."""
+    sessions, sid, run_id = _session_with_run()
+    bridge = SyncBridge(2)
+    ended, wound_down = asyncio.Event(), asyncio.Event()
+
+    async def drive() -> None:
+        with sessions.hold(sid, run_id, "here"):
+            await bridge(sessions.start_run, sid, run_id, "here")
+            await bridge(sessions.complete_run, sid, run_id)
+            ended.set()
+            await wound_down.wait()  # a snapshot being kept, the run lock being released
+            with pytest.raises(ClaimLost):
+                await bridge(sessions.note_progress, sid, "the run's own late write")
+
+    task = asyncio.create_task(drive())
+    try:
+        await ended.wait()
+        await bridge(sessions.rename_session, sid, "renamed meanwhile")
+        await bridge(sessions.submit_message, sid, "the next message", uuid4())
+        wound_down.set()
+        await task
+    finally:
+        bridge.close()
+    assert sessions.get_session(sid).title == "renamed meanwhile"
