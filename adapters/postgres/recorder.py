@@ -19,7 +19,7 @@ deadlocks (psycopg issue #685).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent
@@ -67,11 +67,14 @@ class LockedInsertRecorder(PostgresApplicationRecorder):
         ).format(schema=schema, function=function)
         self._rendered: dict[object, bytes] = {}
 
-    def _render(self, key: object, statement: Composable, conn: Connection[Any]) -> bytes:
-        """`statement` as the bytes psycopg would send, composed once for `key`."""
+    def _render(
+        self, key: object, statement: Callable[[], Composable], conn: Connection[Any]
+    ) -> bytes:
+        """The statement `statement()` makes, as the bytes psycopg would send, composed
+        once for `key`."""
         rendered = self._rendered.get(key)
         if rendered is None:
-            rendered = self._rendered[key] = statement.as_bytes(conn)
+            rendered = self._rendered[key] = statement().as_bytes(conn)
         return rendered
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
@@ -85,27 +88,28 @@ class LockedInsertRecorder(PostgresApplicationRecorder):
         limit: int | None = None,
     ) -> Sequence[StoredEvent]:
         """The library's read of one aggregate's events, with its statement kept."""
-        bounds = [(gt, " AND originator_version > %s"), (lte, " AND originator_version <= %s")]
-        params: list[Any] = [originator_id] + [v for v, _ in bounds if v is not None]
-        statement = self.select_events_statement
-        for value, condition in bounds:
-            if value is not None:
-                statement += SQL(condition)
-        statement += SQL(
-            " ORDER BY originator_version DESC" if desc else " ORDER BY originator_version ASC"
-        )
-        if limit is not None:
-            params.append(limit)
-            statement += SQL(" LIMIT %s")
-        shape = ("select", gt is not None, lte is not None, desc, limit is not None)
+        params = [originator_id, *(v for v in (gt, lte, limit) if v is not None)]
+        shape = (gt is not None, lte is not None, desc, limit is not None)
         with self.datastore.get_connection() as conn, conn.cursor() as curs:
-            curs.execute(self._render(shape, statement, conn), params, prepare=True)
+            statement = self._render(shape, lambda: self._select_statement(*shape), conn)
+            curs.execute(statement, params, prepare=True)
             return [
                 StoredEvent(
                     r["originator_id"], r["originator_version"], r["topic"], bytes(r["state"])
                 )
                 for r in curs.fetchall()
             ]
+
+    def _select_statement(self, gt: bool, lte: bool, desc: bool, limit: bool) -> Composable:
+        statement = self.select_events_statement
+        if gt:
+            statement += SQL(" AND originator_version > %s")
+        if lte:
+            statement += SQL(" AND originator_version <= %s")
+        statement += SQL(" ORDER BY originator_version " + ("DESC" if desc else "ASC"))
+        if limit:
+            statement += SQL(" LIMIT %s")
+        return statement
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def insert_events(
@@ -123,6 +127,6 @@ class LockedInsertRecorder(PostgresApplicationRecorder):
         )
         with self.datastore.get_connection() as conn, conn.cursor() as curs:
             assert conn.autocommit  # the call is its own transaction
-            curs.execute(self._render("insert", self._call, conn), columns, prepare=True)
+            curs.execute(self._render("insert", lambda: self._call, conn), columns, prepare=True)
             # Ids are drawn in the order the rows are inserted, which is their order.
             return sorted(int(r["id"]) for r in curs.fetchall())

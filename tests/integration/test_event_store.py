@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 from uuid import uuid4
 
 import psycopg
 import pytest
+from eventsourcing.postgres import PostgresApplicationRecorder
 
 from adapters.container import Container
 from domain.errors import Conflict, SessionNotFound
@@ -103,3 +105,22 @@ def test_append_cost_does_not_grow_with_the_log(container: Container) -> None:
     snapshots = list(app.snapshots.get(sid))
     assert [s.originator_version for s in snapshots] == [200, 400]
     assert app.repository.cache is not None
+
+
+def test_every_shape_of_read_answers_as_the_librarys_own(container: Container) -> None:
+    """The recorder keeps each read's statement composed; every combination of bounds,
+    order and limit reads what the library's own recorder reads."""
+    app = container.sessions
+    sid = app.start_session(workspace_id=uuid4(), owner_id=uuid4(), title="shapes").session_id
+    for i in range(9):
+        app.append_user_message(sid, f"message {i}")
+    ours = container.recorder
+    library = PostgresApplicationRecorder(ours.datastore, events_table_name=ours.events_table_name)
+    shapes = 0
+    for gt, lte, desc, limit in itertools.product((None, 3), (None, 8), (False, True), (None, 4)):
+        for _ in range(2):  # composed the first time, kept the second
+            got = ours.select_events(sid, gt=gt, lte=lte, desc=desc, limit=limit)
+            want = library.select_events(sid, gt=gt, lte=lte, desc=desc, limit=limit)
+            assert got == want and got, (gt, lte, desc, limit)
+        shapes += 1
+    assert shapes == 16
