@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import io
+from typing import Annotated
 from uuid import UUID
 
 import pypdf
 from litestar import Controller, Response, get
-from litestar.params import Parameter
+from litestar.di import NamedDependency
+from litestar.params import FromPath, QueryParameter
 from pypdf.errors import PyPdfError
 
 from adapters.http.artifact_lookup import ArtifactLookup
@@ -37,14 +39,20 @@ class ArtifactController(Controller):
 
     @get("/{artifact_id:uuid}")
     async def artifact(
-        self, artifact_id: UUID, request: Caller, artifacts: ArtifactLookup
+        self,
+        artifact_id: FromPath[UUID],
+        request: Caller,
+        artifacts: NamedDependency[ArtifactLookup],
     ) -> ArtifactOut:
         """An artifact's metadata."""
         return artifact_out(await artifacts.find(request, artifact_id))
 
     @get("/{artifact_id:uuid}/versions")
     async def versions(
-        self, artifact_id: UUID, request: Caller, artifacts: ArtifactLookup
+        self,
+        artifact_id: FromPath[UUID],
+        request: Caller,
+        artifacts: NamedDependency[ArtifactLookup],
     ) -> ArtifactVersions:
         """Every version of the artifact, oldest first (a deck gets one per change)."""
         row = await artifacts.find(request, artifact_id)
@@ -52,10 +60,15 @@ class ArtifactController(Controller):
 
     @get("/{artifact_id:uuid}/download")
     async def download(
-        self, artifact_id: UUID, request: Caller, artifacts: ArtifactLookup, blobs: Blobs,
-        previews: Previews, version: int | None = Parameter(default=None, ge=1),
-        format: str | None = Parameter(default=None),
-    ) -> Response[bytes]:  # fmt: skip
+        self,
+        artifact_id: FromPath[UUID],
+        request: Caller,
+        artifacts: NamedDependency[ArtifactLookup],
+        blobs: Blobs,
+        previews: Previews,
+        version: Annotated[int | None, QueryParameter(ge=1)] = None,
+        format: Annotated[str | None, QueryParameter()] = None,
+    ) -> Response[bytes]:
         """The artifact's bytes (its latest version, or `version`), with its media type
         and file name; a slide deck as `format=pptx` (its own) or `format=pdf`."""
         row = await artifacts.find(request, artifact_id)
@@ -74,9 +87,14 @@ class ArtifactController(Controller):
 
     @get("/{artifact_id:uuid}/preview")
     async def preview(
-        self, artifact_id: UUID, request: Caller, artifacts: ArtifactLookup, blobs: Blobs,
-        decks: DeckPages, version: int | None = Parameter(default=None, ge=1),
-    ) -> Response[Preview]:  # fmt: skip
+        self,
+        artifact_id: FromPath[UUID],
+        request: Caller,
+        artifacts: NamedDependency[ArtifactLookup],
+        blobs: Blobs,
+        decks: NamedDependency[DeckPages],
+        version: Annotated[int | None, QueryParameter(ge=1)] = None,
+    ) -> Response[Preview]:
         """A deck's slides (text and thumbnail URLs) at its latest version or `version`;
         a report's Markdown (or any text artifact's text); a PDF's text by page."""
         row = await artifacts.find(request, artifact_id)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from litestar import Controller, get, post
+from litestar.di import NamedDependency
+from litestar.params import JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from adapters.http.deps import Caller
@@ -30,7 +32,10 @@ class AuthController(Controller):
 
     @post("/register", status_code=HTTP_201_CREATED)
     async def register(
-        self, data: RegisterBody, accounts: AccountService, bridge: SyncBridge
+        self,
+        data: JSONBody[RegisterBody],
+        accounts: NamedDependency[AccountService],
+        bridge: NamedDependency[SyncBridge],
     ) -> RegisterOut:
         done = await bridge(accounts.register, data.email, data.password, data.name)
         return RegisterOut(
@@ -43,18 +48,29 @@ class AuthController(Controller):
 
     @post("/login", status_code=HTTP_200_OK)
     async def login(
-        self, data: LoginBody, accounts: AccountService, bridge: SyncBridge
+        self,
+        data: JSONBody[LoginBody],
+        accounts: NamedDependency[AccountService],
+        bridge: NamedDependency[SyncBridge],
     ) -> TokenOut:
         return _tokens(await bridge(accounts.login, data.email, data.password))
 
     @post("/refresh", status_code=HTTP_200_OK)
     async def refresh(
-        self, data: RefreshBody, accounts: AccountService, bridge: SyncBridge
+        self,
+        data: JSONBody[RefreshBody],
+        accounts: NamedDependency[AccountService],
+        bridge: NamedDependency[SyncBridge],
     ) -> TokenOut:
         return _tokens(await bridge(accounts.refresh, data.refresh_token))
 
     @post("/logout", status_code=HTTP_204_NO_CONTENT)
-    async def logout(self, request: Caller, accounts: AccountService, bridge: SyncBridge) -> None:
+    async def logout(
+        self,
+        request: Caller,
+        accounts: NamedDependency[AccountService],
+        bridge: NamedDependency[SyncBridge],
+    ) -> None:
         await bridge(accounts.logout, request.auth)
 
 
@@ -64,14 +80,21 @@ class WorkspaceController(Controller):
 
     @get("/")
     async def list_workspaces(
-        self, request: Caller, workspaces: WorkspaceDirectory, bridge: SyncBridge
+        self,
+        request: Caller,
+        workspaces: NamedDependency[WorkspaceDirectory],
+        bridge: NamedDependency[SyncBridge],
     ) -> list[WorkspaceOut]:
         found = await bridge(workspaces.workspaces_of, request.user.user_id)
         return [_workspace(w) for w in found]
 
     @post("/", status_code=HTTP_201_CREATED)
     async def create_workspace(
-        self, data: WorkspaceBody, request: Caller, accounts: AccountService, bridge: SyncBridge
+        self,
+        data: JSONBody[WorkspaceBody],
+        request: Caller,
+        accounts: NamedDependency[AccountService],
+        bridge: NamedDependency[SyncBridge],
     ) -> WorkspaceOut:
         created = await bridge(
             accounts.create_workspace,

@@ -6,6 +6,8 @@ from datetime import UTC, datetime
 from uuid import UUID
 
 from litestar import Controller, get, post
+from litestar.di import NamedDependency
+from litestar.params import FromPath, JSONBody
 from litestar.response import ServerSentEvent
 
 from adapters.http.approval_wait import across_approval, run_waiting
@@ -41,10 +43,18 @@ class ChatController(Controller):
 
     @post("/{session_id:uuid}/message", status_code=200, operation_class=SseOperation)
     async def send_message(
-        self, session_id: UUID, data: ChatMessage, request: Caller, access: Access,
-        sessions: SessionService, scheduler: RunScheduler, feed: SessionFeed, bridge: SyncBridge,
-        workspace_files: WorkspaceFiles, blobs: Blobs,
-    ) -> ServerSentEvent:  # fmt: skip
+        self,
+        session_id: FromPath[UUID],
+        data: JSONBody[ChatMessage],
+        request: Caller,
+        access: NamedDependency[Access],
+        sessions: NamedDependency[SessionService],
+        scheduler: NamedDependency[RunScheduler],
+        feed: NamedDependency[SessionFeed],
+        bridge: NamedDependency[SyncBridge],
+        workspace_files: NamedDependency[WorkspaceFiles],
+        blobs: Blobs,
+    ) -> ServerSentEvent:
         """Append the message, start a run, and stream it (SSE) until it ends.
 
         While the run waits for a human the stream stays open (keep-alives) and goes on
@@ -75,9 +85,13 @@ class ChatController(Controller):
 
     @post("/{session_id:uuid}/confirm", status_code=200)
     async def confirm(
-        self, session_id: UUID, data: ConfirmBody, request: Caller, access: Access,
-        scheduler: RunScheduler,
-    ) -> ConfirmOut:  # fmt: skip
+        self,
+        session_id: FromPath[UUID],
+        data: JSONBody[ConfirmBody],
+        request: Caller,
+        access: NamedDependency[Access],
+        scheduler: NamedDependency[RunScheduler],
+    ) -> ConfirmOut:
         """Answer a pending action; `status` and `next_action` say what the run does next.
 
         A chat stream that is waiting on this action goes on to the tool's result.
@@ -90,7 +104,11 @@ class ChatController(Controller):
 
     @post("/{session_id:uuid}/stop", status_code=200)
     async def stop(
-        self, session_id: UUID, request: Caller, access: Access, scheduler: RunScheduler
+        self,
+        session_id: FromPath[UUID],
+        request: Caller,
+        access: NamedDependency[Access],
+        scheduler: NamedDependency[RunScheduler],
     ) -> StopOut:
         await access.session_workspace(request.user, session_id, write=True)
         receipt = await scheduler.stop(session_id)
@@ -98,9 +116,14 @@ class ChatController(Controller):
 
     @get("/{session_id:uuid}/working-memory")
     async def working_memory(
-        self, session_id: UUID, request: Caller, access: Access, views: ReadModels,
-        sessions: SessionService, bridge: SyncBridge,
-    ) -> WorkingMemoryOut:  # fmt: skip
+        self,
+        session_id: FromPath[UUID],
+        request: Caller,
+        access: NamedDependency[Access],
+        views: NamedDependency[ReadModels],
+        sessions: NamedDependency[SessionService],
+        bridge: NamedDependency[SyncBridge],
+    ) -> WorkingMemoryOut:
         await access.session_workspace(request.user, session_id)
         memory = await bridge(views.memory.get, session_id)
         if memory is None:  # the read model is behind: render from the log itself

@@ -17,7 +17,8 @@ from uuid import UUID
 
 import msgspec
 from litestar import Controller, Response, get, post
-from litestar.params import Dependency, Parameter
+from litestar.di import NamedDependency
+from litestar.params import FromPath, JSONBody, QueryParameter, SkipValidation
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from adapters.http.artifact_lookup import ArtifactLookup
@@ -47,8 +48,8 @@ from schemas.artifacts import (
     RegenerationFailed,
 )
 
-Previews = Annotated[SlidePreviews, Dependency(skip_validation=True)]
-Regenerator = Annotated[SlideRegenerator, Dependency(skip_validation=True)]
+Previews = NamedDependency[SkipValidation[SlidePreviews]]
+Regenerator = NamedDependency[SkipValidation[SlideRegenerator]]
 
 
 async def deck_pdf(previews: SlidePreviews, blob_ref: str) -> bytes:
@@ -102,9 +103,14 @@ class DeckController(Controller):
 
     @get("/{artifact_id:uuid}/pages/{page:int}/thumbnail", media_type="image/png")
     async def thumbnail(
-        self, artifact_id: UUID, page: int, request: Caller, artifacts: ArtifactLookup,
-        previews: Previews, version: int | None = Parameter(default=None, ge=1),
-    ) -> Response[bytes]:  # fmt: skip
+        self,
+        artifact_id: FromPath[UUID],
+        page: FromPath[int],
+        request: Caller,
+        artifacts: NamedDependency[ArtifactLookup],
+        previews: Previews,
+        version: Annotated[int | None, QueryParameter(ge=1)] = None,
+    ) -> Response[bytes]:
         """A PNG of one slide (from 1) of the deck's latest version, or of `version`."""
         row = await artifacts.find(request, artifact_id)
         found = await artifacts.version(row, version)
@@ -126,9 +132,14 @@ class DeckController(Controller):
 
     @post("/{artifact_id:uuid}/regenerate", status_code=200, operation_class=SseOperation)
     async def regenerate(
-        self, artifact_id: UUID, data: RegenerateBody, request: Caller, access: Access,
-        artifacts: ArtifactLookup, regenerator: Regenerator,
-    ) -> ServerSentEvent:  # fmt: skip
+        self,
+        artifact_id: FromPath[UUID],
+        data: JSONBody[RegenerateBody],
+        request: Caller,
+        access: NamedDependency[Access],
+        artifacts: NamedDependency[ArtifactLookup],
+        regenerator: Regenerator,
+    ) -> ServerSentEvent:
         """Rewrite one slide of a deck from `instructions` with one model call (SSE): the
         stream ends with `done {status: "completed", artifact_id, version, page_index}`
         once the new version is recorded (every other slide unchanged), or with `error`

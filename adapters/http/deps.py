@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated
 from uuid import UUID
 
 from litestar import Request
 from litestar.datastructures import State
-from litestar.params import Dependency
+from litestar.di import NamedDependency
+from litestar.params import SkipValidation
 
 from adapters.http.read_your_writes import ViewWaiter
 from application.accounts import AccountService, Principal, WorkspaceInfo
@@ -23,7 +23,7 @@ from projections.sessions import SessionsView
 from projections.working_memory import WorkingMemoryView
 
 Caller = Request[Principal, str, State]  # an authenticated request
-Blobs = Annotated[BlobStore, Dependency(skip_validation=True)]  # a Protocol: not validated
+Blobs = NamedDependency[SkipValidation[BlobStore]]  # a Protocol: not validated
 KNOWN_SESSIONS = 100_000  # sessions whose workspace a process keeps (forgotten all at once)
 
 

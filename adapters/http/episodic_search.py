@@ -18,7 +18,7 @@ from typing import Annotated
 from uuid import UUID
 
 from litestar import Controller, Router, get
-from litestar.di import Provide
+from litestar.di import NamedDependency, Provide
 from litestar.params import FromQuery, QueryParameter
 
 from adapters.http.deps import Access, Caller
@@ -84,8 +84,8 @@ class EpisodicSearchController(Controller):
     async def search(
         self,
         request: Caller,
-        access: Access,
-        episodes: Episodes,
+        access: NamedDependency[Access],
+        episodes: NamedDependency[Episodes],
         q: FromQuery[str] = "",
         workspace_id: FromQuery[UUID | None] = None,
         start: Annotated[str | None, QueryParameter(name="from")] = None,

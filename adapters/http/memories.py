@@ -26,9 +26,9 @@ from typing import Annotated
 from uuid import UUID
 
 from litestar import Controller, Response, Router, delete, get, patch, post
-from litestar.di import Provide
+from litestar.di import NamedDependency, Provide
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.params import FromQuery, QueryParameter
+from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from adapters.http.deps import Caller
@@ -118,7 +118,7 @@ class MemoryController(Controller):
         },
     )
     async def remember(
-        self, data: MemoryCreate, request: Caller, memory_api: MemoryApi
+        self, data: JSONBody[MemoryCreate], request: Caller, memory_api: NamedDependency[MemoryApi]
     ) -> Response[MemoryOut]:
         """Remember something (default namespace: the caller's own). 201 with the new
         memory; 200 with `deduplicated: true` when an existing one was updated."""
@@ -145,7 +145,7 @@ class MemoryController(Controller):
     async def list_memories(
         self,
         request: Caller,
-        memory_api: MemoryApi,
+        memory_api: NamedDependency[MemoryApi],
         namespace: FromQuery[str | None] = None,
         category: FromQuery[str | None] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE)] = 50,
@@ -166,14 +166,20 @@ class MemoryController(Controller):
         return MemoryPage(items=[_row_out(row) for row in rows], total=total)
 
     @get("/{memory_id:uuid}")
-    async def read(self, memory_id: UUID, request: Caller, memory_api: MemoryApi) -> MemoryOut:
+    async def read(
+        self, memory_id: FromPath[UUID], request: Caller, memory_api: NamedDependency[MemoryApi]
+    ) -> MemoryOut:
         """The memory as it is now."""
         namespace = await memory_api.locate(request.user.user_id, memory_id, write=False)
         return _memory_out(await memory_api.memories.get(namespace, memory_id))
 
     @patch("/{memory_id:uuid}")
     async def update(
-        self, memory_id: UUID, data: MemoryPatch, request: Caller, memory_api: MemoryApi
+        self,
+        memory_id: FromPath[UUID],
+        data: JSONBody[MemoryPatch],
+        request: Caller,
+        memory_api: NamedDependency[MemoryApi],
     ) -> MemoryOut:
         """Change the fields given (`expires_at: null` clears the expiry)."""
         user_id = request.user.user_id
@@ -190,7 +196,9 @@ class MemoryController(Controller):
         return _memory_out(memory)
 
     @delete("/{memory_id:uuid}", status_code=HTTP_204_NO_CONTENT)
-    async def forget(self, memory_id: UUID, request: Caller, memory_api: MemoryApi) -> None:
+    async def forget(
+        self, memory_id: FromPath[UUID], request: Caller, memory_api: NamedDependency[MemoryApi]
+    ) -> None:
         """Forget the memory: gone from every search once this answers (its events stay)."""
         user_id = request.user.user_id
         namespace = await memory_api.locate(user_id, memory_id, write=True)
@@ -198,7 +206,7 @@ class MemoryController(Controller):
 
     @post("/search", status_code=HTTP_200_OK)
     async def search(
-        self, data: MemorySearch, request: Caller, memory_api: MemoryApi
+        self, data: JSONBody[MemorySearch], request: Caller, memory_api: NamedDependency[MemoryApi]
     ) -> MemoryHits:
         """The best `k` unexpired memories for `query` (by meaning and by keywords), in
         `namespace` or every namespace the caller may read, of `category` if given."""

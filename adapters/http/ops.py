@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from eventsourcing.postgres import PostgresApplicationRecorder
 from litestar import Controller, Response, get
+from litestar.di import NamedDependency
 
 from adapters.http.read_your_writes import ViewWaiter
 from adapters.services import Services
@@ -46,12 +47,12 @@ class OpsController(Controller):
     tags = ["operations"]
 
     @get("/health")
-    async def health(self, probes: Probes) -> Health:
+    async def health(self, probes: NamedDependency[Probes]) -> Health:
         """The process is up; relay and projection positions and lags."""
         return await health_report(probes)
 
     @get("/readiness")
-    async def readiness(self, probes: Probes) -> Response[dict[str, object]]:
+    async def readiness(self, probes: NamedDependency[Probes]) -> Response[dict[str, object]]:
         """200 when Postgres and NATS answer and the read models keep up; 503 otherwise."""
         checks: dict[str, object] = {}
         try:

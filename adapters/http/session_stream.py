@@ -6,7 +6,8 @@ from typing import Annotated, cast, get_args
 from uuid import UUID
 
 from litestar import Controller, get, post
-from litestar.params import Parameter
+from litestar.di import NamedDependency
+from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.response import ServerSentEvent
 
 from adapters.http.audit import EVENT_CLASSES, audit_event
@@ -33,9 +34,13 @@ class StreamController(Controller):
 
     @get("/{session_id:uuid}/stream", operation_class=SseOperation)
     async def stream(
-        self, session_id: UUID, request: Caller, access: Access, feed: SessionFeed,
-        last_event_id: Annotated[str | None, Parameter(query="last_event_id")] = None,
-    ) -> ServerSentEvent:  # fmt: skip
+        self,
+        session_id: FromPath[UUID],
+        request: Caller,
+        access: NamedDependency[Access],
+        feed: NamedDependency[SessionFeed],
+        last_event_id: Annotated[str | None, QueryParameter(name="last_event_id")] = None,
+    ) -> ServerSentEvent:
         """Every stored event after `Last-Event-ID` (header or query), then live."""
         session = await access.session(request.user, session_id)
         raw = request.headers.get("last-event-id") or last_event_id
@@ -43,11 +48,16 @@ class StreamController(Controller):
 
     @get("/{session_id:uuid}/events")
     async def audit(
-        self, session_id: UUID, request: Caller, access: Access, sessions: SessionService,
-        bridge: SyncBridge, after: Annotated[int, Parameter(ge=0, le=2**62)] = 0,
-        limit: Annotated[int, Parameter(ge=1, le=1000)] = 100,
-        event_type: Annotated[str | None, Parameter(query="type", max_length=100)] = None,
-    ) -> AuditPage:  # fmt: skip
+        self,
+        session_id: FromPath[UUID],
+        request: Caller,
+        access: NamedDependency[Access],
+        sessions: NamedDependency[SessionService],
+        bridge: NamedDependency[SyncBridge],
+        after: Annotated[int, QueryParameter(ge=0, le=2**62)] = 0,
+        limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
+        event_type: Annotated[str | None, QueryParameter(name="type", max_length=100)] = None,
+    ) -> AuditPage:
         """The raw events, paginated by version (`after`), filterable by type."""
         await access.session_workspace(request.user, session_id)
         wanted = None if event_type is None else EVENT_CLASSES.get(event_type)
@@ -60,9 +70,13 @@ class StreamController(Controller):
 
     @get("/{session_id:uuid}/hitl/pending")
     async def pending(
-        self, session_id: UUID, request: Caller, access: Access, views: ReadModels,
-        bridge: SyncBridge,
-    ) -> list[HitlRequestOut]:  # fmt: skip
+        self,
+        session_id: FromPath[UUID],
+        request: Caller,
+        access: NamedDependency[Access],
+        views: NamedDependency[ReadModels],
+        bridge: NamedDependency[SyncBridge],
+    ) -> list[HitlRequestOut]:
         """The questions waiting for an answer (read-your-writes: as the session has them)."""
         session = await access.session(request.user, session_id)
         rows: list[ConfirmationRow] = []
@@ -81,16 +95,26 @@ class HitlController(Controller):
 
     @get("/{request_id:str}")
     async def get_request(
-        self, request_id: str, request: Caller, access: Access, views: ReadModels,
-        bridge: SyncBridge,
-    ) -> HitlRequestOut:  # fmt: skip
+        self,
+        request_id: FromPath[str],
+        request: Caller,
+        access: NamedDependency[Access],
+        views: NamedDependency[ReadModels],
+        bridge: NamedDependency[SyncBridge],
+    ) -> HitlRequestOut:
         return _request_out(await _visible(access, views, bridge, request, request_id))
 
     @post("/{request_id:str}/confirm", status_code=200)
     async def confirm(
-        self, request_id: str, data: HitlConfirmBody, request: Caller, access: Access,
-        views: ReadModels, bridge: SyncBridge, scheduler: RunScheduler,
-    ) -> ConfirmOut:  # fmt: skip
+        self,
+        request_id: FromPath[str],
+        data: JSONBody[HitlConfirmBody],
+        request: Caller,
+        access: NamedDependency[Access],
+        views: NamedDependency[ReadModels],
+        bridge: NamedDependency[SyncBridge],
+        scheduler: NamedDependency[RunScheduler],
+    ) -> ConfirmOut:
         row = await _visible(access, views, bridge, request, request_id, write=True)
         answer = await scheduler.answer(
             row.session_id, request_id, data.approved, data.user_feedback, str(request.user.user_id)

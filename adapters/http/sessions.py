@@ -11,7 +11,8 @@ from typing import Annotated
 from uuid import UUID
 
 from litestar import Controller, delete, get, patch, post
-from litestar.params import Parameter
+from litestar.di import NamedDependency
+from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from adapters.http.deps import Access, Caller, ReadModels
@@ -44,9 +45,13 @@ class SessionController(Controller):
 
     @post("/", status_code=HTTP_201_CREATED)
     async def create_session(
-        self, data: SessionCreate, request: Caller, access: Access, sessions: SessionService,
-        bridge: SyncBridge,
-    ) -> SessionOut:  # fmt: skip
+        self,
+        data: JSONBody[SessionCreate],
+        request: Caller,
+        access: NamedDependency[Access],
+        sessions: NamedDependency[SessionService],
+        bridge: NamedDependency[SyncBridge],
+    ) -> SessionOut:
         workspace = await access.workspace_info(request.user, data.workspace_id, write=True)
         settings = _settings(data)
         receipt = await bridge(
@@ -66,14 +71,14 @@ class SessionController(Controller):
     async def list_sessions(
         self,
         request: Caller,
-        access: Access,
-        views: ReadModels,
-        bridge: SyncBridge,
-        workspaces: WorkspaceDirectory,
-        workspace_id: UUID | None = None,
-        limit: Annotated[int, Parameter(ge=1, le=100)] = 20,
-        offset: Annotated[int, Parameter(ge=0, le=1_000_000_000)] = 0,
-        status: Status | None = None,
+        access: NamedDependency[Access],
+        views: NamedDependency[ReadModels],
+        bridge: NamedDependency[SyncBridge],
+        workspaces: NamedDependency[WorkspaceDirectory],
+        workspace_id: FromQuery[UUID | None] = None,
+        limit: Annotated[int, QueryParameter(ge=1, le=100)] = 20,
+        offset: Annotated[int, QueryParameter(ge=0, le=1_000_000_000)] = 0,
+        status: FromQuery[Status | None] = None,
     ) -> SessionPage:
         """A workspace's sessions; without `workspace_id`, the caller's in all of theirs."""
         if workspace_id is not None:
@@ -90,9 +95,14 @@ class SessionController(Controller):
 
     @get("/{session_id:uuid}")
     async def get_session(
-        self, session_id: UUID, request: Caller, access: Access, views: ReadModels,
-        bridge: SyncBridge, include_details: bool = False,
-    ) -> SessionOut:  # fmt: skip
+        self,
+        session_id: FromPath[UUID],
+        request: Caller,
+        access: NamedDependency[Access],
+        views: NamedDependency[ReadModels],
+        bridge: NamedDependency[SyncBridge],
+        include_details: FromQuery[bool] = False,
+    ) -> SessionOut:
         session = await access.session(request.user, session_id)
         out = await _summary(views, bridge, session)
         if include_details:
@@ -101,9 +111,14 @@ class SessionController(Controller):
 
     @patch("/{session_id:uuid}")
     async def update_session(
-        self, session_id: UUID, data: SessionPatch, request: Caller, access: Access,
-        sessions: SessionService, bridge: SyncBridge,
-    ) -> SessionOut:  # fmt: skip
+        self,
+        session_id: FromPath[UUID],
+        data: JSONBody[SessionPatch],
+        request: Caller,
+        access: NamedDependency[Access],
+        sessions: NamedDependency[SessionService],
+        bridge: NamedDependency[SyncBridge],
+    ) -> SessionOut:
         session = await access.session(request.user, session_id, write=True)
         if data.title is not None:
             await bridge(sessions.rename_session, session_id, data.title)
@@ -115,26 +130,39 @@ class SessionController(Controller):
 
     @delete("/{session_id:uuid}", status_code=HTTP_204_NO_CONTENT)
     async def archive_session(
-        self, session_id: UUID, request: Caller, access: Access, sessions: SessionService,
-        bridge: SyncBridge,
-    ) -> None:  # fmt: skip
+        self,
+        session_id: FromPath[UUID],
+        request: Caller,
+        access: NamedDependency[Access],
+        sessions: NamedDependency[SessionService],
+        bridge: NamedDependency[SyncBridge],
+    ) -> None:
         """Archive: the log stays whole; the session leaves the lists."""
         await access.session_workspace(request.user, session_id, write=True)
         await bridge(sessions.archive_session, session_id)
 
     @post("/{session_id:uuid}/complete", status_code=200)
     async def complete_session(
-        self, session_id: UUID, request: Caller, access: Access, sessions: SessionService,
-        bridge: SyncBridge,
-    ) -> SessionOut:  # fmt: skip
+        self,
+        session_id: FromPath[UUID],
+        request: Caller,
+        access: NamedDependency[Access],
+        sessions: NamedDependency[SessionService],
+        bridge: NamedDependency[SyncBridge],
+    ) -> SessionOut:
         await access.session_workspace(request.user, session_id, write=True)
         return await _written(sessions, bridge, await bridge(sessions.complete_session, session_id))
 
     @post("/{session_id:uuid}/fork", status_code=HTTP_201_CREATED)
     async def fork_session(
-        self, session_id: UUID, data: ForkBody, request: Caller, access: Access,
-        sessions: SessionService, bridge: SyncBridge,
-    ) -> SessionOut:  # fmt: skip
+        self,
+        session_id: FromPath[UUID],
+        data: JSONBody[ForkBody],
+        request: Caller,
+        access: NamedDependency[Access],
+        sessions: NamedDependency[SessionService],
+        bridge: NamedDependency[SyncBridge],
+    ) -> SessionOut:
         """A new session holding this one's log up to `at_version`."""
         await access.session_workspace(request.user, session_id, write=True)
         receipt = await bridge(sessions.fork_session, session_id, data.at_version)
@@ -142,9 +170,14 @@ class SessionController(Controller):
 
     @get("/{session_id:uuid}/messages")
     async def messages(
-        self, session_id: UUID, request: Caller, access: Access, sessions: SessionService,
-        bridge: SyncBridge, limit: Annotated[int, Parameter(ge=1, le=1000)] = 100,
-    ) -> MessagePage:  # fmt: skip
+        self,
+        session_id: FromPath[UUID],
+        request: Caller,
+        access: NamedDependency[Access],
+        sessions: NamedDependency[SessionService],
+        bridge: NamedDependency[SyncBridge],
+        limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
+    ) -> MessagePage:
         await access.session_workspace(request.user, session_id)
         events = await bridge(_events, sessions, session_id)
         items = [_message_out(m) for m in map(message_of, events) if m is not None]
@@ -152,9 +185,13 @@ class SessionController(Controller):
 
     @get("/{session_id:uuid}/artifacts")
     async def artifacts(
-        self, session_id: UUID, request: Caller, access: Access, sessions: SessionService,
-        bridge: SyncBridge,
-    ) -> list[sse.Artifact]:  # fmt: skip
+        self,
+        session_id: FromPath[UUID],
+        request: Caller,
+        access: NamedDependency[Access],
+        sessions: NamedDependency[SessionService],
+        bridge: NamedDependency[SyncBridge],
+    ) -> list[sse.Artifact]:
         """The session's `ArtifactCreated` events, as the SSE `artifact` payload has them."""
         await access.session_workspace(request.user, session_id)
         events = await bridge(_events, sessions, session_id)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from litestar import Controller, get
+from litestar.di import NamedDependency
+from litestar.params import FromPath
 
 from application.skills.service import Skills
 from application.skills.skill import Skill
@@ -20,12 +22,12 @@ class SkillController(Controller):
     tags = ["skills"]
 
     @get("/")
-    async def list_skills(self, skills: Skills) -> SkillList:
+    async def list_skills(self, skills: NamedDependency[Skills]) -> SkillList:
         """Every enabled skill (Level 1: what it does and when to use it)."""
         return SkillList(items=[_out(s) for s in skills.registry])
 
     @get("/{name:str}")
-    async def get_skill(self, name: str, skills: Skills) -> SkillDetail:
+    async def get_skill(self, name: FromPath[str], skills: NamedDependency[Skills]) -> SkillDetail:
         """One skill with its instructions (an underscore name finds the hyphen one)."""
         skill = skills.get(name)
         if skill is None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import msgspec
 from litestar import Controller, Response, get, post
+from litestar.di import NamedDependency
+from litestar.params import FromPath, JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
 from adapters.http.deps import Access, Caller
@@ -19,23 +21,30 @@ class ToolController(Controller):
     tags = ["tools"]
 
     @get("/")
-    async def list_tools(self, tools: ToolRegistry) -> list[ToolOut]:
+    async def list_tools(self, tools: NamedDependency[ToolRegistry]) -> list[ToolOut]:
         registry = tools
         return [
             ToolOut(s.name, s.description, registry.get(s.name).risky) for s in registry.specs()
         ]
 
     @get("/{name:str}/schema")
-    async def schema(self, name: str, tools: ToolRegistry) -> ToolSchemaOut:
+    async def schema(
+        self, name: FromPath[str], tools: NamedDependency[ToolRegistry]
+    ) -> ToolSchemaOut:
         tool = _tool(tools, name)
         spec = tool.spec()
         return ToolSchemaOut(spec.name, spec.description, spec.input_schema, tool.risky)
 
     @post("/{name:str}/execute")
     async def execute(
-        self, name: str, data: ToolExecuteBody, request: Caller, access: Access,
-        tools: ToolRegistry, manual: ManualTools,
-    ) -> Response[ToolExecuteOut]:  # fmt: skip
+        self,
+        name: FromPath[str],
+        data: JSONBody[ToolExecuteBody],
+        request: Caller,
+        access: NamedDependency[Access],
+        tools: NamedDependency[ToolRegistry],
+        manual: NamedDependency[ManualTools],
+    ) -> Response[ToolExecuteOut]:
         """Run a tool in a session by hand; 202 with an action id if it needs approval first."""
         tool = _tool(tools, name)
         await access.session_workspace(request.user, data.session_id, write=True)

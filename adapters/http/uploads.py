@@ -18,8 +18,9 @@ import msgspec
 from eventsourcing.postgres import PostgresDatastore
 from litestar import Controller, post
 from litestar.datastructures import State, UploadFile
+from litestar.di import NamedDependency
 from litestar.enums import RequestEncodingType
-from litestar.params import Body
+from litestar.params import Body, FromPath
 from litestar.status_codes import HTTP_201_CREATED
 
 from adapters.http.deps import Access, Blobs, Caller
@@ -123,12 +124,12 @@ class UploadController(Controller):
     )
     async def upload(
         self,
-        session_id: UUID,
+        session_id: FromPath[UUID],
         data: Annotated[AttachmentForm, Body(media_type=RequestEncodingType.MULTI_PART)],
         request: Caller,
-        access: Access,
+        access: NamedDependency[Access],
         blobs: Blobs,
-        bridge: SyncBridge,
+        bridge: NamedDependency[SyncBridge],
     ) -> AttachmentOut:
         """Store a file (multipart field `file`, at most 10 MiB); cite its `blob_ref` in chat."""
         await access.session_workspace(request.user, session_id, write=True)

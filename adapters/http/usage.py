@@ -16,8 +16,9 @@ from uuid import UUID
 
 import msgspec
 from litestar import Controller, Response, delete, get, put
+from litestar.di import NamedDependency
 from litestar.exceptions import ValidationException
-from litestar.params import Parameter
+from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from litestar.status_codes import HTTP_204_NO_CONTENT
 
 from adapters.http.deps import Access, Caller
@@ -69,16 +70,16 @@ class UsageController(Controller):
     async def usage(
         self,
         request: Caller,
-        access: Access,
-        accounts: AccountService,
-        billing: Billing,
-        bridge: SyncBridge,
-        group_by: str = "model",
-        start: Annotated[str | None, Parameter(query="from")] = None,
-        to: str | None = None,
-        workspace_id: UUID | None = None,
-        user_id: UUID | None = None,
-        model: str | None = None,
+        access: NamedDependency[Access],
+        accounts: NamedDependency[AccountService],
+        billing: NamedDependency[Billing],
+        bridge: NamedDependency[SyncBridge],
+        group_by: FromQuery[str] = "model",
+        start: Annotated[str | None, QueryParameter(name="from")] = None,
+        to: FromQuery[str | None] = None,
+        workspace_id: FromQuery[UUID | None] = None,
+        user_id: FromQuery[UUID | None] = None,
+        model: FromQuery[str | None] = None,
     ) -> Response[wire.UsageReport] | Response[str]:
         """Tokens and cost grouped by `group_by` (comma-separated: org, team, workspace,
         user, session, model, day) over UTC days `from`..`to` (default: this month)."""
@@ -107,9 +108,14 @@ class UsageController(Controller):
 
     @get("/sessions/{session_id:uuid}/usage")
     async def session_usage(
-        self, session_id: UUID, request: Caller, access: Access, billing: Billing,
-        bridge: SyncBridge, accounts: AccountService,
-    ) -> wire.SessionUsage:  # fmt: skip
+        self,
+        session_id: FromPath[UUID],
+        request: Caller,
+        access: NamedDependency[Access],
+        billing: NamedDependency[Billing],
+        bridge: NamedDependency[SyncBridge],
+        accounts: NamedDependency[AccountService],
+    ) -> wire.SessionUsage:
         """A session's model calls, by run and one by one."""
         session = await access.session(request.user, session_id)
         who = await _visibility(request.user.user_id, accounts, bridge)
@@ -138,7 +144,12 @@ class UsageController(Controller):
         )
 
     @get("/auth/me", tags=["auth"])
-    async def me(self, request: Caller, accounts: AccountService, bridge: SyncBridge) -> wire.MeOut:
+    async def me(
+        self,
+        request: Caller,
+        accounts: NamedDependency[AccountService],
+        bridge: NamedDependency[SyncBridge],
+    ) -> wire.MeOut:
         """The caller's id, email and name, and its organizations, teams and workspaces."""
         p = await bridge(accounts.profile, request.user.user_id)
         return wire.MeOut(
@@ -159,9 +170,15 @@ class UsageController(Controller):
 
     @put("/budgets/{budget_scope:str}/{scope_id:uuid}")
     async def set_budget(
-        self, budget_scope: str, scope_id: UUID, data: wire.BudgetBody, request: Caller,
-        accounts: AccountService, billing: Billing, bridge: SyncBridge,
-    ) -> wire.BudgetOut:  # fmt: skip
+        self,
+        budget_scope: FromPath[str],
+        scope_id: FromPath[UUID],
+        data: JSONBody[wire.BudgetBody],
+        request: Caller,
+        accounts: NamedDependency[AccountService],
+        billing: NamedDependency[Billing],
+        bridge: NamedDependency[SyncBridge],
+    ) -> wire.BudgetOut:
         """Set a monthly budget (owners and admins for org, team and workspace ones)."""
         try:
             checked = check_scope(budget_scope)
@@ -175,14 +192,22 @@ class UsageController(Controller):
 
     @delete("/budgets/{budget_scope:str}/{scope_id:uuid}", status_code=HTTP_204_NO_CONTENT)
     async def remove_budget(
-        self, budget_scope: str, scope_id: UUID, request: Caller, accounts: AccountService,
-        bridge: SyncBridge,
-    ) -> None:  # fmt: skip
+        self,
+        budget_scope: FromPath[str],
+        scope_id: FromPath[UUID],
+        request: Caller,
+        accounts: NamedDependency[AccountService],
+        bridge: NamedDependency[SyncBridge],
+    ) -> None:
         await bridge(accounts.remove_budget, request.user.user_id, _scope(budget_scope), scope_id)
 
     @get("/budgets")
     async def list_budgets(
-        self, request: Caller, accounts: AccountService, billing: Billing, bridge: SyncBridge
+        self,
+        request: Caller,
+        accounts: NamedDependency[AccountService],
+        billing: NamedDependency[Billing],
+        bridge: NamedDependency[SyncBridge],
     ) -> wire.BudgetList:
         """The budgets that cover the caller, with what was spent against them this month."""
         profile = await bridge(accounts.profile, request.user.user_id)
@@ -205,9 +230,13 @@ class UsageController(Controller):
 
     @get("/budgets/alerts")
     async def alerts(
-        self, request: Caller, accounts: AccountService, billing: Billing, bridge: SyncBridge,
-        limit: Annotated[int, Parameter(ge=1, le=1000)] = 100,
-    ) -> wire.AlertList:  # fmt: skip
+        self,
+        request: Caller,
+        accounts: NamedDependency[AccountService],
+        billing: NamedDependency[Billing],
+        bridge: NamedDependency[SyncBridge],
+        limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
+    ) -> wire.AlertList:
         """Thresholds crossed, newest first: the caller's organizations' and their own."""
         roles = await bridge(accounts.organization_roles, request.user.user_id)
         await billing.caught_up("budgets")

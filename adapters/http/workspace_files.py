@@ -26,10 +26,10 @@ from uuid import UUID
 
 from litestar import Controller, Request, Response, Router, delete, get, post
 from litestar.datastructures import State, UploadFile
-from litestar.di import Provide
+from litestar.di import NamedDependency, Provide
 from litestar.enums import MediaType, RequestEncodingType
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
-from litestar.params import Body
+from litestar.params import Body, FromPath, FromQuery
 from litestar.response import Redirect
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
@@ -79,7 +79,11 @@ class WorkspaceFilesController(Controller):
 
     @get("/")
     async def list_files(
-        self, workspace_id: UUID, request: Caller, access: Access, listing: FileListing
+        self,
+        workspace_id: FromPath[UUID],
+        request: Caller,
+        access: NamedDependency[Access],
+        listing: NamedDependency[FileListing],
     ) -> WorkspaceFilePage:
         """The workspace's files, by path, with who made and last changed each."""
         await access.workspace(request.user, workspace_id)
@@ -88,11 +92,11 @@ class WorkspaceFilesController(Controller):
     @post("/", status_code=HTTP_201_CREATED)
     async def upload(
         self,
-        workspace_id: UUID,
+        workspace_id: FromPath[UUID],
         data: Annotated[FileForm, Body(media_type=RequestEncodingType.MULTI_PART)],
         request: Caller,
-        access: Access,
-        files: WorkspaceFiles,
+        access: NamedDependency[Access],
+        files: NamedDependency[WorkspaceFiles],
     ) -> WorkspaceFileOut:
         """Upload a file (multipart field `file`; `path` to keep it elsewhere than its name).
         A file already at that path gets a new version."""
@@ -113,12 +117,12 @@ class WorkspaceFilesController(Controller):
     @get("/{file_id:uuid}", media_type="application/octet-stream")
     async def download(
         self,
-        workspace_id: UUID,
-        file_id: UUID,
+        workspace_id: FromPath[UUID],
+        file_id: FromPath[UUID],
         request: Caller,
-        access: Access,
-        files: WorkspaceFiles,
-        redirect: bool = False,
+        access: NamedDependency[Access],
+        files: NamedDependency[WorkspaceFiles],
+        redirect: FromQuery[bool] = False,
     ) -> Response[bytes] | Redirect:
         """The file's bytes, with its media type and name (`redirect=true`: a 307 to a
         presigned URL, where the blob store has them)."""
@@ -136,11 +140,11 @@ class WorkspaceFilesController(Controller):
     @delete("/{file_id:uuid}", status_code=HTTP_204_NO_CONTENT)
     async def delete_file(
         self,
-        workspace_id: UUID,
-        file_id: UUID,
+        workspace_id: FromPath[UUID],
+        file_id: FromPath[UUID],
         request: Caller,
-        access: Access,
-        files: WorkspaceFiles,
+        access: NamedDependency[Access],
+        files: NamedDependency[WorkspaceFiles],
     ) -> None:
         """Delete the file (its history stays in the workspace's log)."""
         await access.workspace(request.user, workspace_id, write=True)
