@@ -71,8 +71,9 @@ class Access:
         self, principal: Principal, session_id: UUID, *, write: bool = False
     ) -> AgentSession:
         """The session (from the write side), if the caller may see it (or change it)."""
-        await self.session_workspace(principal, session_id, write=write)
-        return await self.bridge(self.sessions.get_session, session_id)
+        session = await self.bridge(self.sessions.get_session, session_id)
+        await self._check(principal, session_id, self._keep(session), write)
+        return session
 
     async def session_workspace(
         self, principal: Principal, session_id: UUID, *, write: bool = False
@@ -80,12 +81,20 @@ class Access:
         """The session's workspace, if the caller may see the session (or change it)."""
         workspace_id = self._workspaces.get(session_id)
         if workspace_id is None:
-            session = await self.bridge(self.sessions.get_session, session_id)
-            if len(self._workspaces) >= KNOWN_SESSIONS:
-                self._workspaces.clear()
-            workspace_id = self._workspaces[session_id] = session.workspace_id
+            workspace_id = self._keep(await self.bridge(self.sessions.get_session, session_id))
+        await self._check(principal, session_id, workspace_id, write)
+        return workspace_id
+
+    def _keep(self, session: AgentSession) -> UUID:
+        if len(self._workspaces) >= KNOWN_SESSIONS:
+            self._workspaces.clear()
+        self._workspaces[session.id] = session.workspace_id
+        return session.workspace_id
+
+    async def _check(
+        self, principal: Principal, session_id: UUID, workspace_id: UUID, write: bool
+    ) -> None:
         try:
             await self.workspace(principal, workspace_id, write=write)
         except WorkspaceNotFound:
             raise SessionNotFound(session_id) from None
-        return workspace_id
