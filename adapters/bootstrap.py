@@ -55,6 +55,7 @@ from adapters.web.url_guard import AllowList
 from adapters.web_search import build_web_search
 from adapters.worker import Worker, WorkerSettings
 from application.accounts import THIRTY_DAYS, AccountService
+from application.auto_memory import AutoMemory
 from application.bridge import SyncBridge
 from application.budget_guard import BudgetEnforcer, BudgetGuard
 from application.context_snapshots import InMemoryContextSnapshots
@@ -62,7 +63,7 @@ from application.decks import DeckEditor
 from application.manual_tools import ManualTools
 from application.memories import Memories
 from application.memory_access import MemoryAccess
-from application.memory_recall import AutoMemory, MemoryRecall, RunMemory
+from application.memory_recall import MemoryRecall, RunMemory
 from application.ports import (
     LLM,
     BlobStore,

@@ -1,5 +1,5 @@
 """What runs in the background: the relays (Postgres -> NATS), the projection runners,
-and the upkeep of the memories' vector graphs."""
+the memory keeper, and the upkeep of the memories' vector graphs."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from adapters.nats.relay import Relay
 from adapters.nats.stream import EventStream
 from adapters.postgres.advisory_locks import AdvisoryLocks
 from adapters.postgres.leadership import Job, lead
+from application.auto_memory import AutoMemory, MemoryKeeper
 from projections.memories import MemoriesView
 from projections.runner import ProjectionRunner, ViewProgress
 from projections.vector_graphs import GraphKeeper, keep_quietly
@@ -43,6 +44,7 @@ class Services:
     # only while this process holds the view's lock, and stands by otherwise.
     standby: bool = False
     graph_interval: float = 60.0  # seconds between passes of the vector graphs' keeper
+    memory_interval: float = 2.0  # seconds between passes of the memory keeper
     relay: Relay | None = None
     accounts_relay: Relay | None = None
     runners: dict[str, ViewProgress] = field(default_factory=dict)  # by view name
@@ -59,6 +61,7 @@ class Services:
         self._start_alert_webhook()
         if self.projections_enabled:
             self._start_graph_keeper()
+            self._start_memory_keeper()
         if wait_for_nats:
             await connected.wait()
 
@@ -143,6 +146,20 @@ class Services:
                     raise
 
         self._spawn(keep(), "vector graphs")
+
+    def _start_memory_keeper(self) -> None:
+        """Keep what sessions taught that their runs did not get to keep (no NATS needed:
+        it reads the log); one process at a time, by the keeper's lock, when several may."""
+        c = self.container
+        keeper = MemoryKeeper(
+            c.sessions, c.checkpoints, AutoMemory(c.memories), c.bridge,
+            interval=self.memory_interval,
+        )  # fmt: skip
+        if self.standby:
+            self._locks = self._locks or AdvisoryLocks(c.database_url)
+            self._spawn(lead(self._locks, MemoryKeeper.NAME, keeper.run), "memory keeper")
+        else:
+            self._spawn(keeper.run(), "memory keeper")
 
     def _start_relay(self, recorder: PostgresApplicationRecorder, stream: EventStream) -> Relay:
         c = self.container

@@ -96,23 +96,18 @@ class Memories:
         expires_at: datetime | None = None,
     ) -> Remembered:
         """A new memory, or an existing one updated: the same text (case and spacing
-        aside), or one close enough in meaning. Nothing is written for bad input."""
+        aside), or one close enough in meaning. Nothing is written for bad input, nor for
+        a session event the namespace already learned from (`AlreadyLearned`)."""
         text, checked = check_text(text), check_category(category)
         near = await self.bridge(self.index.nearest, str(namespace), text)
         similar = near[0] if near is not None and near[1] >= self.duplicate_similarity else None
 
         def change(aggregate: MemoryNamespace) -> tuple[Memory, bool]:
-            now = self.clock()
-            if aggregate.same_text(text) is None and similar in aggregate.memories:
-                assert similar is not None
-                memory = aggregate.update(
-                    similar, by, now, text=text, category=checked, expires_at=expires_at
-                )
-                return memory, True
             before = len(aggregate.memories)
             memory = aggregate.remember(
-                text, checked, source or MemorySource(), expires_at, by, now
-            )
+                text, checked, source or MemorySource(), expires_at, by, self.clock(),
+                similar=similar,
+            )  # fmt: skip
             return memory, len(aggregate.memories) == before
 
         (memory, updated), notification_id = await self._change(namespace, organization_id, change)
@@ -146,6 +141,11 @@ class Memories:
         return memory
 
     # -- reading ------------------------------------------------------------------
+
+    async def learned(self, namespace: Namespace, source: MemorySource) -> bool:
+        """Whether the namespace ever learned from the session event `source` names."""
+        aggregate = await self.bridge(self._namespace, namespace)
+        return aggregate is not None and aggregate.learned(source)
 
     async def get(self, namespace: Namespace, memory_id: UUID) -> Memory:
         aggregate = await self.bridge(self._namespace, namespace)

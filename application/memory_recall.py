@@ -7,8 +7,9 @@ a block at that point, recorded as `MemoriesRecalled` so a replay sees the same 
 without searching (`RecordedRecall`). Only memories that share words with the message
 or come close enough in meaning are recalled: a search always ranks something first.
 
-Automatic memory (`AutoMemory`): a finding recorded with its sources becomes knowledge
-of the workspace, and a user's explicit "remember that ..." becomes their preference.
+At its end, and for the user's message at its start, what the run taught is kept
+(`application.auto_memory`): at once, and again by the keeper that follows the log if
+the process died first.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from collections.abc import Sequence
 from typing import Protocol
 from uuid import UUID
 
+from application.auto_memory import AutoMemory
 from application.memories import MAX_QUERY, Memories
 from application.run_state import RunState
 from application.sessions import SessionService
-from domain.authors import ByAgent
-from domain.errors import DomainError
-from domain.memories import MAX_TEXT, MemoryScope, MemorySource, Namespace
+from domain.events import SessionEvent
+from domain.memories import MemoryScope
 from domain.session import AgentSession as S
 from domain.values import RecalledMemory
 
@@ -33,12 +34,6 @@ log = logging.getLogger(__name__)
 
 RECALL_K = 5
 MIN_SIMILARITY = 0.4  # a hit found only by its vector must come at least this close
-# "remember that ...", "please remember: ...", "记住 ..." at the start of a message.
-_REMEMBER = re.compile(
-    r"^\s*(?:please\s+)?remember(?:\s+that|\s*:)\s*(?P<en>.+)$"
-    r"|^\s*(?:请)?记住[:\uff1a,\uff0c]?\s*(?P<zh>.+)$",
-    re.IGNORECASE | re.DOTALL,
-)
 
 
 class Recall(Protocol):
@@ -95,59 +90,6 @@ class RecordedRecall:
         return list(self._by_run.get(run_id, []))
 
 
-def remembered_request(message: str) -> str | None:
-    """What a user asked to be remembered ("remember that I prefer tables"), if they did."""
-    found = _REMEMBER.match(message)
-    if found is None:
-        return None
-    text = (found.group("en") or found.group("zh") or "").strip()
-    return text[:MAX_TEXT] if text else None
-
-
-class AutoMemory:
-    """Memories the agent keeps without a `remember` call."""
-
-    def __init__(self, memories: Memories) -> None:
-        self.memories = memories
-
-    async def user_asked(
-        self, scope: MemoryScope, session_id: UUID, version: int, message: str
-    ) -> None:
-        """A user's "remember that ..." becomes their preference."""
-        text = remembered_request(message)
-        if text is None:
-            return
-        await self._keep(
-            Namespace("user", scope.owner_id), None, text, "preference", session_id, version
-        )
-
-    async def finding(self, scope: MemoryScope, session_id: UUID, version: int, text: str) -> None:
-        """A finding recorded with sources becomes knowledge of the workspace."""
-        await self._keep(
-            Namespace("workspace", scope.workspace_id), scope.organization_id, text,
-            "knowledge", session_id, version,
-        )  # fmt: skip
-
-    async def _keep(
-        self,
-        namespace: Namespace,
-        organization_id: UUID | None,
-        text: str,
-        category: str,
-        session_id: UUID,
-        version: int,
-    ) -> None:
-        try:
-            await self.memories.remember(
-                namespace, text, category, ByAgent(session_id),
-                organization_id=organization_id, source=MemorySource(session_id, version),
-            )  # fmt: skip
-        except DomainError:
-            return  # too long or otherwise not a memory: the session keeps it anyway
-        except Exception:  # the session has it; the run must not fail for its memory
-            log.warning("could not keep a memory of session %s", session_id, exc_info=True)
-
-
 def _shares_words(text: str, message: str) -> bool:
     words = {w for w in re.findall(r"\w{4,}", message.casefold())}
     return any(w in words for w in re.findall(r"\w{4,}", text.casefold()))
@@ -180,25 +122,29 @@ class RunMemory:
                     asked.text[:MAX_QUERY], memories,
                 )  # fmt: skip
         if self.auto is not None:
-            await self.auto.user_asked(
-                scope, state.session_id, asked.originator_version, asked.text
-            )
+            await self._learn(self.auto, scope, state.session_id, [asked])
 
     def at_end(self, state: RunState) -> None:
         """Findings this run recorded with sources become the workspace's knowledge: in
         the background, so the session's next run never waits for them."""
         scope, auto = state.ledger.memory_scope, self.auto
-        findings = [e for e in state.this_run() if isinstance(e, S.FindingRecorded) and e.citations]
+        findings = [e for e in state.this_run() if isinstance(e, S.FindingRecorded)]
         if auto is None or scope is None or not findings:
             return
-
-        async def keep() -> None:
-            for e in findings:
-                await auto.finding(scope, state.session_id, e.originator_version, e.text)
-
-        task = asyncio.create_task(keep(), name=f"memories of run {state.run_id}")
+        keep = self._learn(auto, scope, state.session_id, findings)
+        task = asyncio.create_task(keep, name=f"memories of run {state.run_id}")
         self._keeping.add(task)
         task.add_done_callback(self._keeping.discard)
+
+    @staticmethod
+    async def _learn(
+        auto: AutoMemory, scope: MemoryScope, session_id: UUID, events: Sequence[SessionEvent]
+    ) -> None:
+        try:
+            for e in events:
+                await auto.learn(scope, session_id, e)
+        except Exception:  # the run must not fail for its memory: the keeper keeps it later
+            log.warning("could not keep a memory of session %s yet", session_id, exc_info=True)
 
     async def settled(self) -> None:
         """Until what finished runs learned is kept (tests; a clean shutdown)."""

@@ -106,10 +106,7 @@ class Ledger:
     @property
     def memory_scope(self) -> MemoryScope | None:
         """Whose memories the session's agent uses, once its start is applied."""
-        start = self.started
-        if start is None:
-            return None
-        return MemoryScope(start.owner_id, start.workspace_id, start.organization_id, start.team_id)
+        return None if self.started is None else memory_scope(self.started)
 
     @property
     def billing(self) -> BillingScope | None:
@@ -168,3 +165,8 @@ class Ledger:
             tool = self.tools_by_use.get(e.tool_use_id, "")
             key = (tool, error_signature(e.error or ""))
             self.failures[key] = self.failures.get(key, 0) + 1
+
+
+def memory_scope(start: S.SessionStarted) -> MemoryScope:
+    """Whose memories a session's agent uses: as its start says."""
+    return MemoryScope(start.owner_id, start.workspace_id, start.organization_id, start.team_id)

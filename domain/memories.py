@@ -10,7 +10,13 @@ from every read model; the event that forgot it stays in the log.
 
 Exact duplicates are caught here: remembering the text of a memory the namespace holds
 (ignoring case and spacing) updates that memory instead of adding one. Near duplicates
-are the application's to find (it asks the vector index).
+are the application's to find (it asks the vector index) and to name (`similar`).
+
+What a session taught is kept once: the namespace knows every session event it ever
+learned from (a memory's source, or a source noted when it only confirmed a memory),
+forgotten memories included, and refuses that event again (`AlreadyLearned`). So keeping
+what sessions learned can be retried after a crash without bringing back a memory a
+user forgot or overwriting one a user edited.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from uuid import UUID, uuid5
 from eventsourcing.domain import Aggregate, event
 
 from domain.authors import Author, ByAgent, ByUser, author_of
-from domain.errors import DomainError, NotFound
+from domain.errors import Conflict, DomainError, NotFound
 from domain.value_state import ValueState
 
 MemoryCategory = Literal["preference", "knowledge", "history"]
@@ -46,6 +52,16 @@ class InvalidMemory(DomainError):
 
     code = "INVALID_MEMORY"
     http_status = 422
+
+
+class AlreadyLearned(Conflict):
+    """The namespace already learned from this session event (kept, merged or forgotten
+    since): learning from it again would undo what happened to that memory."""
+
+    code = "ALREADY_LEARNED"
+
+    def __init__(self, session_id: UUID, version: int) -> None:
+        super().__init__(f"already learned from version {version} of session {session_id}")
 
 
 class MemoryNotFound(NotFound):
@@ -212,6 +228,14 @@ class MemoryNamespace(ValueState, Aggregate):
         user_id: UUID | None
         session_id: UUID | None
 
+    class SourceNoted(Aggregate.Event):
+        """What a session event taught was already a memory: that memory was updated
+        (or confirmed as it is), and the event is noted as learned from."""
+
+        memory_id: UUID
+        source_session_id: UUID
+        source_version: int
+
     class MemoryForgotten(Aggregate.Event):
         memory_id: UUID
         user_id: UUID | None
@@ -223,6 +247,7 @@ class MemoryNamespace(ValueState, Aggregate):
         self.organization_id = organization_id
         self.memories: dict[UUID, Memory] = {}
         self._by_text: dict[str, UUID] = {}
+        self._learned: set[tuple[UUID, int]] = set()  # (session, version) ever learned from
 
     @classmethod
     def create(cls, namespace: Namespace, organization_id: UUID | None) -> MemoryNamespace:
@@ -247,6 +272,10 @@ class MemoryNamespace(ValueState, Aggregate):
         found = self._by_text.get(same_text_key(text))
         return self.memories[found] if found is not None else None
 
+    def learned(self, source: MemorySource) -> bool:
+        """Whether this session event was learned from before (never, for other sources)."""
+        return _learned_key(source) in self._learned
+
     # -- commands -----------------------------------------------------------------
 
     def remember(
@@ -257,14 +286,25 @@ class MemoryNamespace(ValueState, Aggregate):
         expires_at: datetime | None,
         by: Author,
         now: datetime,
+        *,
+        similar: UUID | None = None,
     ) -> Memory:
-        """A new memory, or the one with the same text updated to this category and expiry."""
+        """A new memory, or an existing one updated to this text, category and expiry:
+        the one with the same text, else `similar` (close in meaning) if it is still here.
+        A session event already learned from is refused (`AlreadyLearned`)."""
         text, checked = check_text(text), check_category(category)
         expires_at = check_expiry(expires_at, now)
+        key = _learned_key(source)
+        if key is not None and key in self._learned:
+            raise AlreadyLearned(*key)
         same = self.same_text(text)
-        if same is not None:
-            return self.update(same.memory_id, by, now, text=text, category=checked,
-                               expires_at=expires_at)  # fmt: skip
+        existing = same.memory_id if same is not None else similar
+        if existing is not None and existing in self.memories:
+            memory = self.update(existing, by, now, text=text, category=checked,
+                                 expires_at=expires_at)  # fmt: skip
+            if key is not None:
+                self._noted(memory.memory_id, *key)
+            return memory
         memory_id = uuid5(self.id, str(self.version + 1))
         user_id, session_id = _ids(by)
         self._remembered(
@@ -336,6 +376,9 @@ class MemoryNamespace(ValueState, Aggregate):
             self.modified_on, by, self.modified_on, by, 1,
         )  # fmt: skip
         self._by_text[same_text_key(text)] = memory_id
+        key = _learned_key(source)
+        if key is not None:
+            self._learned.add(key)
 
     @event(MemoryUpdated)
     def _updated(
@@ -360,10 +403,21 @@ class MemoryNamespace(ValueState, Aggregate):
         )
         self._by_text[same_text_key(text)] = memory_id
 
+    @event(SourceNoted)
+    def _noted(self, memory_id: UUID, source_session_id: UUID, source_version: int) -> None:
+        self._learned.add((source_session_id, source_version))
+
     @event(MemoryForgotten)
     def _forgotten(self, memory_id: UUID, user_id: UUID | None, session_id: UUID | None) -> None:
         gone = self.memories.pop(memory_id)
         self._by_text.pop(same_text_key(gone.text), None)
+
+
+def _learned_key(source: MemorySource) -> tuple[UUID, int] | None:
+    """The session event a source names, if it names one."""
+    if source.session_id is None or source.version is None:
+        return None
+    return source.session_id, source.version
 
 
 def _ids(by: Author) -> tuple[UUID | None, UUID | None]:
@@ -378,6 +432,7 @@ MemoryEvent = (
     MemoryNamespace.NamespaceCreated
     | MemoryNamespace.MemoryRemembered
     | MemoryNamespace.MemoryUpdated
+    | MemoryNamespace.SourceNoted
     | MemoryNamespace.MemoryForgotten
 )
 MEMORY_EVENT_CLASSES: tuple[type[MemoryEvent], ...] = MemoryEvent.__args__

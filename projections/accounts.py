@@ -159,6 +159,7 @@ class AccountsView(View):
                 MemoryNamespace.NamespaceCreated()
                 | MemoryNamespace.MemoryRemembered()
                 | MemoryNamespace.MemoryUpdated()
+                | MemoryNamespace.SourceNoted()
                 | MemoryNamespace.MemoryForgotten()
             ):
                 pass  # and memories

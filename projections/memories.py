@@ -167,6 +167,8 @@ class MemoriesView(View):
                      event.memory_id),
                 )  # fmt: skip
                 self._write_vectors(curs, event.memory_id, event.text)
+            case MemoryNamespace.SourceNoted():
+                pass  # the namespace's own bookkeeping: no memory changed
             case MemoryNamespace.MemoryForgotten(memory_id=memory_id):
                 curs.execute("DELETE FROM memory_vectors WHERE memory_id = %s", (memory_id,))
                 curs.execute("DELETE FROM memories WHERE memory_id = %s", (memory_id,))

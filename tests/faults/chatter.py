@@ -68,7 +68,8 @@ class Chatter(threading.Thread):
     def run(self) -> None:
         with httpx.Client(base_url=self.serve.url, headers={"Authorization": self.auth}) as http:
             while not self.stop_event.is_set():
-                text = f"message {uuid.uuid4()}"
+                # Each message also asks to be remembered: memories are checked after the faults.
+                text = f"Remember that message {uuid.uuid4()}"
                 if self.send(self.serve, http, self.session_id, text, self._acknowledge):
                     wait_idle(http, self.session_id)
 

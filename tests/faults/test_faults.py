@@ -5,7 +5,9 @@ several sessions with a session stream following each, and then: the server SIGK
 and restarted at once, three times; the embedded NATS killed; the server frozen with
 SIGSTOP. Afterwards nothing acknowledged is lost or doubled, the log has no gap, every
 tool call has one result, the followers saw every version once in order, the read
-model agrees with the log, no run is left active, and every session chats again.
+model agrees with the log, no run is left active, every message that asked to be
+remembered is one memory (none lost in a kill, none kept twice), and every session
+chats again.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from application.auto_memory import remembered_request
+from tests.e2e.client import wait_until
 from tests.faults.chatter import (
     Chatter,
     Follower,
@@ -66,6 +70,7 @@ def test_nothing_is_lost_or_doubled_through_kills_outages_and_freezes(serve: Ser
         wait_idle(http, sid)
     for sid, chatter, follower in zip(sessions, chatters, followers, strict=True):
         check_session(http, sid, chatter, follower)
+    check_memories(http, sessions)
     for sid in sessions:  # and each session chats again
         assert Chatter.send(serve, http, sid, f"after the faults {uuid.uuid4()}") == "completed"
 
@@ -89,6 +94,31 @@ def inject_faults(serve: Serve, chatters: list[Chatter]) -> None:
     progress()
     freeze(serve, seconds=3)
     progress()
+
+
+def check_memories(http: httpx.Client, sessions: list[str]) -> None:
+    texts = [
+        str(e["payload"]["text"])  # type: ignore[index]
+        for sid in sessions
+        for e in audit_events(http, sid)
+        if e["type"] == "UserMessageAppended"
+    ]
+    wanted = sorted(filter(None, map(remembered_request, texts)))
+    assert wanted, "no message asked to be remembered"
+
+    def preferences() -> list[str]:
+        found: list[str] = []
+        while True:
+            page = http.get("/api/v1/memories", params={
+                "category": "preference", "limit": 200, "offset": len(found)
+            }).json()["items"]  # fmt: skip
+            found += [m["text"] for m in page]
+            if len(page) < 200:
+                return sorted(found)
+
+    # The keeper follows the log behind the runs: give it a few passes.
+    wait_until(lambda: set(preferences()) >= set(wanted), timeout=60)
+    assert preferences() == wanted, "a memory was lost or kept twice"
 
 
 def check_session(http: httpx.Client, sid: str, chatter: Chatter, follower: Follower) -> None:

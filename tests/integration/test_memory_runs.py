@@ -165,3 +165,39 @@ def built_graphs(system: System) -> list[str]:
         curs.execute("SELECT grp, model FROM vector_graphs ORDER BY grp")
         listed = [(str(r["grp"]), str(r["model"])) for r in curs.fetchall()]
         return sorted({g for g, m in listed if ready_groups(curs, MemoriesView.VECTORS, m, [g])})
+
+
+def finds() -> ScriptedLLM:
+    cited = {"text": FACT, "citations": [{"url": "https://example.org/lyon"}]}
+    call = {"name": "record_finding", "id": "f1", "input": cited}
+    return ScriptedLLM.from_turns([{"tool_calls": [call]}, {"text": "Found it."}])
+
+
+def test_what_a_run_taught_and_never_kept_is_kept_by_the_server_from_the_log(
+    settings: Settings, database_url: str, nats_url: str
+) -> None:
+    llm = BySession()
+    system = bootstrap(settings, database_url=database_url, nats_url=nats_url, llm=llm)
+    system.services.memory_interval = 0.2
+    memory = system.engine.runner.memory
+    assert memory is not None
+    memory.auto = None  # the run keeps nothing: its process died before it got to
+    app = create_app(system.container, system.services, system.engine)
+    try:
+        with TestClient(app) as client:
+            alice, workspace = sign_up(client, "alice@example.com")
+            sid = chat(client, alice, workspace, llm, finds(), "Remember that I work in Lyon")
+            deadline, items = time.monotonic() + 30, []
+            while len(items) < 2 and time.monotonic() < deadline:
+                time.sleep(0.2)
+                items = client.get("/api/v1/memories", headers=alice).json()["items"]
+            by_text = {m["text"]: m for m in items}
+            assert set(by_text) == {FACT, "I work in Lyon"}
+            assert by_text[FACT]["category"] == "knowledge"
+            assert by_text[FACT]["namespace"] == f"workspace:{workspace}"
+            assert by_text["I work in Lyon"]["category"] == "preference"
+            assert {m["source"]["session_id"] for m in items} == {str(sid)}
+            time.sleep(1.0)  # passes go on: none of them keeps anything twice
+            assert len(client.get("/api/v1/memories", headers=alice).json()["items"]) == 2
+    finally:
+        system.close()

@@ -15,6 +15,7 @@ from application.memories import Memories
 from domain.authors import ByAgent, ByUser
 from domain.memories import (
     MAX_TEXT,
+    AlreadyLearned,
     InvalidMemory,
     MemoryNamespace,
     MemoryNotFound,
@@ -56,6 +57,49 @@ def test_the_same_text_updates_the_memory_it_repeats() -> None:
     same = ns.remember("ships on fridays", "knowledge", MemorySource(), None, USER, NOW)
     assert same.revision == again.revision == 2  # nothing new to record the third time
     assert len(ns.memories) == 1
+
+
+def test_a_session_event_is_learned_from_once_even_after_its_memory_is_forgotten() -> None:
+    ns, session = fresh(), uuid4()
+    taught = MemorySource(session, 7)
+    agent = ByAgent(session)
+    memory = ns.remember("Heat pumps cut bills by 30%", "knowledge", taught, None, agent, NOW)
+    with pytest.raises(AlreadyLearned):
+        ns.remember("Heat pumps cut bills by 30%", "knowledge", taught, None, agent, NOW)
+    ns.forget(memory.memory_id, USER)
+    with pytest.raises(AlreadyLearned):  # what a user forgot stays forgotten
+        ns.remember("Heat pumps cut bills by 30%", "knowledge", taught, None, agent, NOW)
+    assert ns.memories == {}
+    # Another event of the session, and sources that are no session event, are new.
+    ns.remember("Heat pumps cut bills by 30%", "knowledge", MemorySource(session, 8), None,
+                agent, NOW)  # fmt: skip
+    for _ in range(2):
+        ns.remember("Solar pays back in 9 years", "knowledge", MemorySource(), None, USER, NOW)
+    assert len(ns.memories) == 2
+
+
+def test_an_event_that_only_confirmed_a_memory_is_noted_as_learned_from() -> None:
+    ns, session = fresh(), uuid4()
+    mine = ns.remember("Reports go to finance", "knowledge", MemorySource(), None, USER, NOW)
+    edited = ns.update(mine.memory_id, USER, NOW, text="Reports go to finance@example.org")
+    taught = MemorySource(session, 3)
+    confirmed = ns.remember("reports go to FINANCE@example.org", "knowledge", taught, None,
+                            ByAgent(session), NOW)  # fmt: skip
+    assert confirmed.memory_id == mine.memory_id and ns.learned(taught)
+    again = ns.update(mine.memory_id, USER, NOW, text="Reports go to the CFO")
+    with pytest.raises(AlreadyLearned):  # would put back the text the user changed
+        ns.remember("Reports go to finance@example.org", "knowledge", taught, None,
+                    ByAgent(session), NOW)  # fmt: skip
+    assert ns.get(mine.memory_id).text == again.text != edited.text
+    # Close in meaning (`similar`, the index's answer) merges the same way.
+    other = MemorySource(session, 4)
+    ns.remember("Reports go to our CFO", "knowledge", other, None, ByAgent(session), NOW,
+                similar=mine.memory_id)  # fmt: skip
+    assert len(ns.memories) == 1 and ns.learned(other)
+    replayed: MemoryNamespace | None = None
+    for e in ns.collect_events():  # what a repository does when it loads the namespace
+        replayed = e.mutate(replayed)
+    assert replayed is not None and replayed.learned(taught) and replayed.learned(other)
 
 
 @pytest.mark.parametrize(
