@@ -127,17 +127,19 @@ class Relay:
                 self.published += len(batch)
                 self._backoff.reset()
                 if len(batch) == self.batch_size:  # more may be waiting: read on at once
-                    if time.monotonic() - self._checkpointed_at > CHECKPOINT_INTERVAL:
-                        await self._advance_checkpoint()
+                    await self._checkpoint_if_due()
                     continue
             # Caught up: a short read had every commit before it (the insert's table lock
             # makes commit order id order), and each later commit notifies. A checkpoint
             # per commit would be one more write per event under a steady trickle: write
             # it once a second, or once nothing new has come for a poll interval.
-            if time.monotonic() - self._checkpointed_at > CHECKPOINT_INTERVAL:
-                await self._advance_checkpoint()
+            await self._checkpoint_if_due()
             if not await self._wait_for_commit(conn):
                 await self._advance_checkpoint()
+
+    async def _checkpoint_if_due(self) -> None:
+        if time.monotonic() - self._checkpointed_at > CHECKPOINT_INTERVAL:
+            await self._advance_checkpoint()
 
     async def _advance_checkpoint(self) -> None:
         # The stream, not the checkpoint, says where to resume; the checkpoint records
