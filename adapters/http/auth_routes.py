@@ -7,9 +7,8 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from adapters.http.deps import Caller
-from application.accounts import AccountService, TokenPair, WorkspaceInfo
-from application.bridge import SyncBridge
+from adapters.http.deps import AccountsDep, BridgeDep, Caller
+from application.accounts import TokenPair, WorkspaceInfo
 from projections.accounts import WorkspaceDirectory
 from schemas.api import (
     LoginBody,
@@ -34,8 +33,8 @@ class AuthController(Controller):
     async def register(
         self,
         data: JSONBody[RegisterBody],
-        accounts: NamedDependency[AccountService],
-        bridge: NamedDependency[SyncBridge],
+        accounts: AccountsDep,
+        bridge: BridgeDep,
     ) -> RegisterOut:
         done = await bridge(accounts.register, data.email, data.password, data.name)
         return RegisterOut(
@@ -50,8 +49,8 @@ class AuthController(Controller):
     async def login(
         self,
         data: JSONBody[LoginBody],
-        accounts: NamedDependency[AccountService],
-        bridge: NamedDependency[SyncBridge],
+        accounts: AccountsDep,
+        bridge: BridgeDep,
     ) -> TokenOut:
         return _tokens(await bridge(accounts.login, data.email, data.password))
 
@@ -59,8 +58,8 @@ class AuthController(Controller):
     async def refresh(
         self,
         data: JSONBody[RefreshBody],
-        accounts: NamedDependency[AccountService],
-        bridge: NamedDependency[SyncBridge],
+        accounts: AccountsDep,
+        bridge: BridgeDep,
     ) -> TokenOut:
         return _tokens(await bridge(accounts.refresh, data.refresh_token))
 
@@ -68,8 +67,8 @@ class AuthController(Controller):
     async def logout(
         self,
         request: Caller,
-        accounts: NamedDependency[AccountService],
-        bridge: NamedDependency[SyncBridge],
+        accounts: AccountsDep,
+        bridge: BridgeDep,
     ) -> None:
         await bridge(accounts.logout, request.auth)
 
@@ -83,7 +82,7 @@ class WorkspaceController(Controller):
         self,
         request: Caller,
         workspaces: NamedDependency[WorkspaceDirectory],
-        bridge: NamedDependency[SyncBridge],
+        bridge: BridgeDep,
     ) -> list[WorkspaceOut]:
         found = await bridge(workspaces.workspaces_of, request.user.user_id)
         return [_workspace(w) for w in found]
@@ -93,8 +92,8 @@ class WorkspaceController(Controller):
         self,
         data: JSONBody[WorkspaceBody],
         request: Caller,
-        accounts: NamedDependency[AccountService],
-        bridge: NamedDependency[SyncBridge],
+        accounts: AccountsDep,
+        bridge: BridgeDep,
     ) -> WorkspaceOut:
         created = await bridge(
             accounts.create_workspace,

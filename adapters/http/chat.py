@@ -11,13 +11,12 @@ from litestar.params import FromPath, JSONBody
 from litestar.response import ServerSentEvent
 
 from adapters.http.approval_wait import across_approval, run_waiting
-from adapters.http.deps import Access, Blobs, Caller, ReadModels
+from adapters.http.deps import AccessDep, Blobs, BridgeDep, Caller, ReadModels, SessionsDep
 from adapters.http.openapi import SseOperation
 from adapters.http.streaming import run_messages, sse_response
 from adapters.http.uploads import check_attachments
 from adapters.nats.session_feed import SessionFeed
 from application.attachments import attach
-from application.bridge import SyncBridge
 from application.runs import Answer, RunScheduler
 from application.sessions import Receipt, SessionService
 from application.workspace_files import WorkspaceFiles
@@ -47,11 +46,11 @@ class ChatController(Controller):
         session_id: FromPath[UUID],
         data: JSONBody[ChatMessage],
         request: Caller,
-        access: NamedDependency[Access],
-        sessions: NamedDependency[SessionService],
+        access: AccessDep,
+        sessions: SessionsDep,
         scheduler: NamedDependency[RunScheduler],
         feed: NamedDependency[SessionFeed],
-        bridge: NamedDependency[SyncBridge],
+        bridge: BridgeDep,
         workspace_files: NamedDependency[WorkspaceFiles],
         blobs: Blobs,
     ) -> ServerSentEvent:
@@ -89,7 +88,7 @@ class ChatController(Controller):
         session_id: FromPath[UUID],
         data: JSONBody[ConfirmBody],
         request: Caller,
-        access: NamedDependency[Access],
+        access: AccessDep,
         scheduler: NamedDependency[RunScheduler],
     ) -> ConfirmOut:
         """Answer a pending action; `status` and `next_action` say what the run does next.
@@ -107,7 +106,7 @@ class ChatController(Controller):
         self,
         session_id: FromPath[UUID],
         request: Caller,
-        access: NamedDependency[Access],
+        access: AccessDep,
         scheduler: NamedDependency[RunScheduler],
     ) -> StopOut:
         await access.session_workspace(request.user, session_id, write=True)
@@ -119,10 +118,10 @@ class ChatController(Controller):
         self,
         session_id: FromPath[UUID],
         request: Caller,
-        access: NamedDependency[Access],
+        access: AccessDep,
         views: NamedDependency[ReadModels],
-        sessions: NamedDependency[SessionService],
-        bridge: NamedDependency[SyncBridge],
+        sessions: SessionsDep,
+        bridge: BridgeDep,
     ) -> WorkingMemoryOut:
         await access.session_workspace(request.user, session_id)
         memory = await bridge(views.memory.get, session_id)

@@ -22,7 +22,7 @@ from litestar.params import FromPath, JSONBody, QueryParameter, SkipValidation
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from adapters.http.artifact_lookup import ArtifactLookup
-from adapters.http.deps import Access, Caller
+from adapters.http.deps import AccessDep, Caller
 from adapters.http.errors import ApiError
 from adapters.http.openapi import SseOperation
 from adapters.http.sse import payloads
@@ -136,7 +136,7 @@ class DeckController(Controller):
         artifact_id: FromPath[UUID],
         data: JSONBody[RegenerateBody],
         request: Caller,
-        access: NamedDependency[Access],
+        access: AccessDep,
         artifacts: NamedDependency[ArtifactLookup],
         regenerator: Regenerator,
     ) -> ServerSentEvent:

@@ -98,3 +98,10 @@ class Access:
             await self.workspace(principal, workspace_id, write=write)
         except WorkspaceNotFound:
             raise SessionNotFound(session_id) from None
+
+
+# The dependencies most handlers name, as `create_app` provides them.
+AccessDep = NamedDependency[Access]
+AccountsDep = NamedDependency[AccountService]
+BridgeDep = NamedDependency[SyncBridge]
+SessionsDep = NamedDependency[SessionService]

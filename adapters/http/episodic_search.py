@@ -21,7 +21,7 @@ from litestar import Controller, Router, get
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromQuery, QueryParameter
 
-from adapters.http.deps import Access, Caller
+from adapters.http.deps import AccessDep, Caller
 from adapters.http.errors import ApiError
 from adapters.http.read_your_writes import ViewWaiter
 from application.bridge import SyncBridge
@@ -84,7 +84,7 @@ class EpisodicSearchController(Controller):
     async def search(
         self,
         request: Caller,
-        access: NamedDependency[Access],
+        access: AccessDep,
         episodes: NamedDependency[Episodes],
         q: FromQuery[str] = "",
         workspace_id: FromQuery[UUID | None] = None,

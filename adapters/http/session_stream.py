@@ -12,7 +12,7 @@ from litestar.response import ServerSentEvent
 
 from adapters.http.audit import EVENT_CLASSES, audit_event
 from adapters.http.chat import confirm_out
-from adapters.http.deps import Access, Caller, ReadModels
+from adapters.http.deps import Access, AccessDep, BridgeDep, Caller, ReadModels, SessionsDep
 from adapters.http.errors import ApiError
 from adapters.http.openapi import SseOperation
 from adapters.http.streaming import session_messages, sse_response
@@ -37,7 +37,7 @@ class StreamController(Controller):
         self,
         session_id: FromPath[UUID],
         request: Caller,
-        access: NamedDependency[Access],
+        access: AccessDep,
         feed: NamedDependency[SessionFeed],
         last_event_id: Annotated[str | None, QueryParameter(name="last_event_id")] = None,
     ) -> ServerSentEvent:
@@ -51,9 +51,9 @@ class StreamController(Controller):
         self,
         session_id: FromPath[UUID],
         request: Caller,
-        access: NamedDependency[Access],
-        sessions: NamedDependency[SessionService],
-        bridge: NamedDependency[SyncBridge],
+        access: AccessDep,
+        sessions: SessionsDep,
+        bridge: BridgeDep,
         after: Annotated[int, QueryParameter(ge=0, le=2**62)] = 0,
         limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
         event_type: Annotated[str | None, QueryParameter(name="type", max_length=100)] = None,
@@ -73,9 +73,9 @@ class StreamController(Controller):
         self,
         session_id: FromPath[UUID],
         request: Caller,
-        access: NamedDependency[Access],
+        access: AccessDep,
         views: NamedDependency[ReadModels],
-        bridge: NamedDependency[SyncBridge],
+        bridge: BridgeDep,
     ) -> list[HitlRequestOut]:
         """The questions waiting for an answer (read-your-writes: as the session has them)."""
         session = await access.session(request.user, session_id)
@@ -98,9 +98,9 @@ class HitlController(Controller):
         self,
         request_id: FromPath[str],
         request: Caller,
-        access: NamedDependency[Access],
+        access: AccessDep,
         views: NamedDependency[ReadModels],
-        bridge: NamedDependency[SyncBridge],
+        bridge: BridgeDep,
     ) -> HitlRequestOut:
         return _request_out(await _visible(access, views, bridge, request, request_id))
 
@@ -110,9 +110,9 @@ class HitlController(Controller):
         request_id: FromPath[str],
         data: JSONBody[HitlConfirmBody],
         request: Caller,
-        access: NamedDependency[Access],
+        access: AccessDep,
         views: NamedDependency[ReadModels],
-        bridge: NamedDependency[SyncBridge],
+        bridge: BridgeDep,
         scheduler: NamedDependency[RunScheduler],
     ) -> ConfirmOut:
         row = await _visible(access, views, bridge, request, request_id, write=True)

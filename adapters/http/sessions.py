@@ -15,7 +15,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from adapters.http.deps import Access, Caller, ReadModels
+from adapters.http.deps import AccessDep, BridgeDep, Caller, ReadModels, SessionsDep
 from adapters.http.sse import message_of, payloads
 from application.bridge import SyncBridge
 from application.sessions import Receipt, SessionService
@@ -48,9 +48,9 @@ class SessionController(Controller):
         self,
         data: JSONBody[SessionCreate],
         request: Caller,
-        access: NamedDependency[Access],
-        sessions: NamedDependency[SessionService],
-        bridge: NamedDependency[SyncBridge],
+        access: AccessDep,
+        sessions: SessionsDep,
+        bridge: BridgeDep,
     ) -> SessionOut:
         workspace = await access.workspace_info(request.user, data.workspace_id, write=True)
         settings = _settings(data)
@@ -71,9 +71,9 @@ class SessionController(Controller):
     async def list_sessions(
         self,
         request: Caller,
-        access: NamedDependency[Access],
+        access: AccessDep,
         views: NamedDependency[ReadModels],
-        bridge: NamedDependency[SyncBridge],
+        bridge: BridgeDep,
         workspaces: NamedDependency[WorkspaceDirectory],
         workspace_id: FromQuery[UUID | None] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=100)] = 20,
@@ -98,9 +98,9 @@ class SessionController(Controller):
         self,
         session_id: FromPath[UUID],
         request: Caller,
-        access: NamedDependency[Access],
+        access: AccessDep,
         views: NamedDependency[ReadModels],
-        bridge: NamedDependency[SyncBridge],
+        bridge: BridgeDep,
         include_details: FromQuery[bool] = False,
     ) -> SessionOut:
         session = await access.session(request.user, session_id)
@@ -115,9 +115,9 @@ class SessionController(Controller):
         session_id: FromPath[UUID],
         data: JSONBody[SessionPatch],
         request: Caller,
-        access: NamedDependency[Access],
-        sessions: NamedDependency[SessionService],
-        bridge: NamedDependency[SyncBridge],
+        access: AccessDep,
+        sessions: SessionsDep,
+        bridge: BridgeDep,
     ) -> SessionOut:
         session = await access.session(request.user, session_id, write=True)
         if data.title is not None:
@@ -133,9 +133,9 @@ class SessionController(Controller):
         self,
         session_id: FromPath[UUID],
         request: Caller,
-        access: NamedDependency[Access],
-        sessions: NamedDependency[SessionService],
-        bridge: NamedDependency[SyncBridge],
+        access: AccessDep,
+        sessions: SessionsDep,
+        bridge: BridgeDep,
     ) -> None:
         """Archive: the log stays whole; the session leaves the lists."""
         await access.session_workspace(request.user, session_id, write=True)
@@ -146,9 +146,9 @@ class SessionController(Controller):
         self,
         session_id: FromPath[UUID],
         request: Caller,
-        access: NamedDependency[Access],
-        sessions: NamedDependency[SessionService],
-        bridge: NamedDependency[SyncBridge],
+        access: AccessDep,
+        sessions: SessionsDep,
+        bridge: BridgeDep,
     ) -> SessionOut:
         await access.session_workspace(request.user, session_id, write=True)
         return await _written(sessions, bridge, await bridge(sessions.complete_session, session_id))
@@ -159,9 +159,9 @@ class SessionController(Controller):
         session_id: FromPath[UUID],
         data: JSONBody[ForkBody],
         request: Caller,
-        access: NamedDependency[Access],
-        sessions: NamedDependency[SessionService],
-        bridge: NamedDependency[SyncBridge],
+        access: AccessDep,
+        sessions: SessionsDep,
+        bridge: BridgeDep,
     ) -> SessionOut:
         """A new session holding this one's log up to `at_version`."""
         await access.session_workspace(request.user, session_id, write=True)
@@ -173,9 +173,9 @@ class SessionController(Controller):
         self,
         session_id: FromPath[UUID],
         request: Caller,
-        access: NamedDependency[Access],
-        sessions: NamedDependency[SessionService],
-        bridge: NamedDependency[SyncBridge],
+        access: AccessDep,
+        sessions: SessionsDep,
+        bridge: BridgeDep,
         limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
     ) -> MessagePage:
         await access.session_workspace(request.user, session_id)
@@ -188,9 +188,9 @@ class SessionController(Controller):
         self,
         session_id: FromPath[UUID],
         request: Caller,
-        access: NamedDependency[Access],
-        sessions: NamedDependency[SessionService],
-        bridge: NamedDependency[SyncBridge],
+        access: AccessDep,
+        sessions: SessionsDep,
+        bridge: BridgeDep,
     ) -> list[sse.Artifact]:
         """The session's `ArtifactCreated` events, as the SSE `artifact` payload has them."""
         await access.session_workspace(request.user, session_id)

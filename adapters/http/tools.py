@@ -8,7 +8,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
-from adapters.http.deps import Access, Caller
+from adapters.http.deps import AccessDep, Caller
 from application.manual_tools import ManualTools
 from application.tools.base import AnyTool
 from application.tools.registry import ToolRegistry, ToolRejected
@@ -41,7 +41,7 @@ class ToolController(Controller):
         name: FromPath[str],
         data: JSONBody[ToolExecuteBody],
         request: Caller,
-        access: NamedDependency[Access],
+        access: AccessDep,
         tools: NamedDependency[ToolRegistry],
         manual: NamedDependency[ManualTools],
     ) -> Response[ToolExecuteOut]:

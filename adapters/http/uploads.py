@@ -18,12 +18,11 @@ import msgspec
 from eventsourcing.postgres import PostgresDatastore
 from litestar import Controller, post
 from litestar.datastructures import State, UploadFile
-from litestar.di import NamedDependency
 from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath
 from litestar.status_codes import HTTP_201_CREATED
 
-from adapters.http.deps import Access, Blobs, Caller
+from adapters.http.deps import AccessDep, Blobs, BridgeDep, Caller
 from adapters.http.errors import ApiError
 from application.bridge import SyncBridge
 
@@ -127,9 +126,9 @@ class UploadController(Controller):
         session_id: FromPath[UUID],
         data: Annotated[AttachmentForm, Body(media_type=RequestEncodingType.MULTI_PART)],
         request: Caller,
-        access: NamedDependency[Access],
+        access: AccessDep,
         blobs: Blobs,
-        bridge: NamedDependency[SyncBridge],
+        bridge: BridgeDep,
     ) -> AttachmentOut:
         """Store a file (multipart field `file`, at most 10 MiB); cite its `blob_ref` in chat."""
         await access.session_workspace(request.user, session_id, write=True)

@@ -21,7 +21,7 @@ from litestar.exceptions import ValidationException
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from litestar.status_codes import HTTP_204_NO_CONTENT
 
-from adapters.http.deps import Access, Caller
+from adapters.http.deps import AccessDep, AccountsDep, BridgeDep, Caller
 from adapters.http.read_your_writes import ViewWaiter
 from adapters.usage_params import UsageParamError, day_range, group_keys
 from application.accounts import AccountService
@@ -70,10 +70,10 @@ class UsageController(Controller):
     async def usage(
         self,
         request: Caller,
-        access: NamedDependency[Access],
-        accounts: NamedDependency[AccountService],
+        access: AccessDep,
+        accounts: AccountsDep,
         billing: NamedDependency[Billing],
-        bridge: NamedDependency[SyncBridge],
+        bridge: BridgeDep,
         group_by: FromQuery[str] = "model",
         start: Annotated[str | None, QueryParameter(name="from")] = None,
         to: FromQuery[str | None] = None,
@@ -111,10 +111,10 @@ class UsageController(Controller):
         self,
         session_id: FromPath[UUID],
         request: Caller,
-        access: NamedDependency[Access],
+        access: AccessDep,
         billing: NamedDependency[Billing],
-        bridge: NamedDependency[SyncBridge],
-        accounts: NamedDependency[AccountService],
+        bridge: BridgeDep,
+        accounts: AccountsDep,
     ) -> wire.SessionUsage:
         """A session's model calls, by run and one by one."""
         session = await access.session(request.user, session_id)
@@ -147,8 +147,8 @@ class UsageController(Controller):
     async def me(
         self,
         request: Caller,
-        accounts: NamedDependency[AccountService],
-        bridge: NamedDependency[SyncBridge],
+        accounts: AccountsDep,
+        bridge: BridgeDep,
     ) -> wire.MeOut:
         """The caller's id, email and name, and its organizations, teams and workspaces."""
         p = await bridge(accounts.profile, request.user.user_id)
@@ -175,9 +175,9 @@ class UsageController(Controller):
         scope_id: FromPath[UUID],
         data: JSONBody[wire.BudgetBody],
         request: Caller,
-        accounts: NamedDependency[AccountService],
+        accounts: AccountsDep,
         billing: NamedDependency[Billing],
-        bridge: NamedDependency[SyncBridge],
+        bridge: BridgeDep,
     ) -> wire.BudgetOut:
         """Set a monthly budget (owners and admins for org, team and workspace ones)."""
         try:
@@ -196,8 +196,8 @@ class UsageController(Controller):
         budget_scope: FromPath[str],
         scope_id: FromPath[UUID],
         request: Caller,
-        accounts: NamedDependency[AccountService],
-        bridge: NamedDependency[SyncBridge],
+        accounts: AccountsDep,
+        bridge: BridgeDep,
     ) -> None:
         await bridge(accounts.remove_budget, request.user.user_id, _scope(budget_scope), scope_id)
 
@@ -205,9 +205,9 @@ class UsageController(Controller):
     async def list_budgets(
         self,
         request: Caller,
-        accounts: NamedDependency[AccountService],
+        accounts: AccountsDep,
         billing: NamedDependency[Billing],
-        bridge: NamedDependency[SyncBridge],
+        bridge: BridgeDep,
     ) -> wire.BudgetList:
         """The budgets that cover the caller, with what was spent against them this month."""
         profile = await bridge(accounts.profile, request.user.user_id)
@@ -232,9 +232,9 @@ class UsageController(Controller):
     async def alerts(
         self,
         request: Caller,
-        accounts: NamedDependency[AccountService],
+        accounts: AccountsDep,
         billing: NamedDependency[Billing],
-        bridge: NamedDependency[SyncBridge],
+        bridge: BridgeDep,
         limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
     ) -> wire.AlertList:
         """Thresholds crossed, newest first: the caller's organizations' and their own."""

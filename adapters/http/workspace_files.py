@@ -33,7 +33,7 @@ from litestar.params import Body, FromPath, FromQuery
 from litestar.response import Redirect
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from adapters.http.deps import Access, Caller
+from adapters.http.deps import AccessDep, Caller
 from adapters.http.downloads import content_disposition, download
 from adapters.http.errors import ApiError, error_response
 from adapters.http.read_your_writes import ViewWaiter
@@ -82,7 +82,7 @@ class WorkspaceFilesController(Controller):
         self,
         workspace_id: FromPath[UUID],
         request: Caller,
-        access: NamedDependency[Access],
+        access: AccessDep,
         listing: NamedDependency[FileListing],
     ) -> WorkspaceFilePage:
         """The workspace's files, by path, with who made and last changed each."""
@@ -95,7 +95,7 @@ class WorkspaceFilesController(Controller):
         workspace_id: FromPath[UUID],
         data: Annotated[FileForm, Body(media_type=RequestEncodingType.MULTI_PART)],
         request: Caller,
-        access: NamedDependency[Access],
+        access: AccessDep,
         files: NamedDependency[WorkspaceFiles],
     ) -> WorkspaceFileOut:
         """Upload a file (multipart field `file`; `path` to keep it elsewhere than its name).
@@ -120,7 +120,7 @@ class WorkspaceFilesController(Controller):
         workspace_id: FromPath[UUID],
         file_id: FromPath[UUID],
         request: Caller,
-        access: NamedDependency[Access],
+        access: AccessDep,
         files: NamedDependency[WorkspaceFiles],
         redirect: FromQuery[bool] = False,
     ) -> Response[bytes] | Redirect:
@@ -143,7 +143,7 @@ class WorkspaceFilesController(Controller):
         workspace_id: FromPath[UUID],
         file_id: FromPath[UUID],
         request: Caller,
-        access: NamedDependency[Access],
+        access: AccessDep,
         files: NamedDependency[WorkspaceFiles],
     ) -> None:
         """Delete the file (its history stays in the workspace's log)."""
