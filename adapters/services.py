@@ -86,6 +86,8 @@ class Services:
                 await stream.ensure()
             for app, views in self._views_by_log():
                 log_name = app.name
+                # Runners of one view each (before one runner per log) left these behind.
+                await streams[log_name].forget_consumers([f"projection-{v.name}" for v in views])
                 # One consumer for all the views of a log: each event decoded once,
                 # each batch one transaction for every view (`ProjectionRunner`).
                 feed = JetStreamFeed(streams[log_name], f"projections-{log_name}")

@@ -135,6 +135,12 @@ class EventStream:
             raise StreamUnavailable(str(e) or type(e).__name__) from e
         return previous
 
+    async def forget_consumers(self, durables: Sequence[str]) -> None:
+        """Delete these durable consumers of the stream, those that exist."""
+        for durable in durables:
+            with contextlib.suppress(NotFoundError):
+                await self.js.delete_consumer(self.name, durable)
+
     async def consume(self, durable: str, *, start_seq: int) -> JetStreamContext.PushSubscription:
         """A durable push consumer from `start_seq`; acking a message acks those before it.
 

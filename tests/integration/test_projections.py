@@ -5,11 +5,16 @@ from __future__ import annotations
 import asyncio
 from uuid import UUID, uuid4
 
+import nats
 import pytest
 from eventsourcing.persistence import StoredEvent
+from nats.js.api import ConsumerConfig
 
 from adapters.container import Container
+from adapters.nats.stream import EventStream
 from adapters.services import Services
+from adapters.settings import Settings
+from adapters.system import System
 from domain.conversation import ModelTurn, TextBlock, Usage
 from projections.rebuild import rebuild
 from projections.runner import ProjectionRunner
@@ -138,3 +143,32 @@ async def test_a_corrupt_payload_stops_a_rebuild_naming_its_notification_id(
 async def _is(value: bool) -> bool:
     await asyncio.sleep(0)
     return value
+
+
+async def test_consumers_left_by_runners_of_one_view_each_are_deleted_at_start(
+    system: System, settings: Settings, nats_url: str
+) -> None:
+    nc = await nats.connect(nats_url)
+    try:
+        js = nc.jetstream()
+        stream = EventStream(js, settings.nats_stream)
+        await stream.ensure()
+        left = ["projection-sessions", "projection-usage"]
+        for durable in [*left, "someone-elses"]:
+            await js.add_consumer(stream.name, ConsumerConfig(durable_name=durable))
+        await system.services.start()
+        try:
+
+            async def only_ours_and_others() -> bool:
+                names = {c.name for c in await js.consumers_info(stream.name)}
+                return f"projections-{system.container.sessions.name}" in names and not (
+                    names & set(left)
+                )
+
+            await eventually(only_ours_and_others, what="the old consumers to go")
+            names = {c.name for c in await js.consumers_info(stream.name)}
+            assert "someone-elses" in names
+        finally:
+            await system.services.stop()
+    finally:
+        await nc.close()
