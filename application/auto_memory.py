@@ -31,7 +31,7 @@ from domain.authors import ByAgent
 from domain.errors import DomainError
 from domain.events import SessionEvent, as_session_event
 from domain.ledger import memory_scope
-from domain.memories import MAX_TEXT, MemoryScope, MemorySource, Namespace
+from domain.memory_values import MAX_TEXT, MemoryScope, MemorySource, Namespace
 from domain.session import AgentSession as S
 
 log = logging.getLogger(__name__)

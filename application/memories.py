@@ -27,10 +27,10 @@ from application.bridge import SyncBridge
 from application.ports import MemoryHit, MemoryIndex
 from domain.authors import Author
 from domain.errors import Conflict
-from domain.memories import (
+from domain.memories import MemoryNamespace
+from domain.memory_values import (
     InvalidMemory,
     Memory,
-    MemoryNamespace,
     MemoryNotFound,
     MemorySource,
     Namespace,

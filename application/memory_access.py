@@ -20,7 +20,7 @@ from application.tenants import Tenants
 from domain.account_errors import Forbidden
 from domain.accounts import MANAGING_ROLES, WRITING_ROLES, Role
 from domain.errors import NotFound
-from domain.memories import Namespace
+from domain.memory_values import Namespace
 
 
 class NamespaceNotFound(NotFound):

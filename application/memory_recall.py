@@ -26,7 +26,7 @@ from application.memories import MAX_QUERY, Memories
 from application.run_state import RunState
 from application.sessions import SessionService
 from domain.events import SessionEvent
-from domain.memories import MemoryScope
+from domain.memory_values import MemoryScope
 from domain.session import AgentSession as S
 from domain.values import RecalledMemory
 

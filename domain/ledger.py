@@ -14,7 +14,7 @@ from uuid import UUID
 
 from domain.budgets import BillingScope
 from domain.events import SessionEvent
-from domain.memories import MemoryScope
+from domain.memory_values import MemoryScope
 from domain.policies import error_signature
 from domain.session import AgentSession as S
 from domain.session_decks import DeckLog as D

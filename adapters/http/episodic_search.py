@@ -26,7 +26,7 @@ from adapters.http.errors import ApiError
 from adapters.http.read_your_writes import ViewWaiter
 from application.bridge import SyncBridge
 from application.memories import MAX_K
-from domain.memories import MAX_TEXT
+from domain.memory_values import MAX_TEXT
 from projections.episodes import EpisodesView
 from schemas.memories import EpisodeHitOut, EpisodeHits
 

@@ -38,7 +38,7 @@ from application.memories import Memories
 from application.memory_access import Grant, MemoryAccess, NamespaceNotFound
 from application.ports import MemoryHit
 from domain.authors import Author, ByAgent, ByUser
-from domain.memories import (
+from domain.memory_values import (
     MAX_TEXT,
     InvalidMemory,
     Memory,

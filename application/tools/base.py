@@ -17,7 +17,7 @@ from uuid import UUID
 import msgspec
 
 from domain.conversation import ToolSpec
-from domain.memories import MemoryScope
+from domain.memory_values import MemoryScope
 from domain.sources import NumberedSource
 from domain.values import ArtifactKind, ArtifactRef, Citation, PlanItem, SkillSpec, SourceSeen
 

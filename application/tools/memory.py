@@ -20,7 +20,7 @@ from application.memory_access import MemoryAccess
 from application.ports import ToolExecutionError
 from application.tools.base import AnyTool, Tool, ToolContext
 from domain.authors import ByAgent
-from domain.memories import MAX_TEXT, MemoryCategory, MemoryScope, MemorySource
+from domain.memory_values import MAX_TEXT, MemoryCategory, MemoryScope, MemorySource
 
 Kind = Literal["user", "workspace", "team"]
 

@@ -14,7 +14,8 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError, Application
 
 from application.ports import Embedder, MemoryHit
-from domain.memories import Memory, MemoryNamespace, Namespace
+from domain.memories import MemoryNamespace
+from domain.memory_values import Memory, Namespace
 
 RRF_K = 60
 

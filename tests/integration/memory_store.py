@@ -19,7 +19,8 @@ from adapters.embeddings import HashingEmbedder
 from adapters.postgres.eventstore import datastore_of, eventstore_env
 from application.ports import Embedder, MemoryHit
 from domain.authors import ByUser
-from domain.memories import MemoryNamespace, MemorySource, Namespace
+from domain.memories import MemoryNamespace
+from domain.memory_values import MemorySource, Namespace
 from projections.memories import MemoriesView
 from projections.memory_vectors import EmbeddingModels
 from projections.vector_graphs import GraphKeeper

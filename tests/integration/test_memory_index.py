@@ -17,7 +17,7 @@ from uuid import uuid4
 import pytest
 
 from adapters.embeddings import HashingEmbedder
-from domain.memories import Namespace
+from domain.memory_values import Namespace
 from projections.memories import MemoriesView
 from projections.rebuild import rebuild
 from projections.vector_graphs import GraphKeeper, ready_groups

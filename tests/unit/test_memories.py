@@ -13,11 +13,11 @@ import pytest
 from application.bridge import SyncBridge
 from application.memories import Memories
 from domain.authors import ByAgent, ByUser
-from domain.memories import (
+from domain.memories import MemoryNamespace
+from domain.memory_values import (
     MAX_TEXT,
     AlreadyLearned,
     InvalidMemory,
-    MemoryNamespace,
     MemoryNotFound,
     MemoryScope,
     MemorySource,

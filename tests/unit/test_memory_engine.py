@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from uuid import uuid4
 
-from domain.memories import Namespace
+from domain.memory_values import Namespace
 from domain.session import AgentSession as S
 from tests.fakes.engine import Engine, make_engine, scripted
 from tests.unit.test_replay_and_fork import call, replay_of

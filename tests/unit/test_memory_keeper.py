@@ -14,7 +14,7 @@ from eventsourcing.popo import POPOTrackingRecorder
 from application.auto_memory import AutoMemory, MemoryKeeper
 from application.memories import Memories, Remembered
 from domain.authors import ByUser
-from domain.memories import Memory, Namespace
+from domain.memory_values import Memory, Namespace
 from tests.fakes.engine import Engine, make_engine, scripted
 from tests.unit.test_replay_and_fork import call
 

@@ -19,7 +19,8 @@ from uuid import UUID, uuid4
 
 from adapters.bootstrap import in_memory_sessions
 from domain.authors import ByUser
-from domain.memories import MemoryNamespace, MemorySource, Namespace
+from domain.memories import MemoryNamespace
+from domain.memory_values import MemorySource, Namespace
 from domain.values import SourceSeen
 
 ALICE = ByUser(UUID(int=1))
