@@ -46,6 +46,7 @@ class Services:
     graph_interval: float = 60.0  # seconds between passes of the vector graphs' keeper
     memory_interval: float = 2.0  # seconds between passes of the memory keeper
     relay: Relay | None = None
+    memory_keeper: MemoryKeeper | None = None  # runs here when projections do
     accounts_relay: Relay | None = None
     runners: dict[str, ViewProgress] = field(default_factory=dict)  # by view name
     active_views: set[str] = field(default_factory=set)  # standby: those consumed here now
@@ -153,7 +154,7 @@ class Services:
         """Keep what sessions taught that their runs did not get to keep (no NATS needed:
         it reads the log); one process at a time, by the keeper's lock, when several may."""
         c = self.container
-        keeper = MemoryKeeper(
+        keeper = self.memory_keeper = MemoryKeeper(
             c.sessions, c.checkpoints, AutoMemory(c.memories), c.bridge,
             interval=self.memory_interval,
         )  # fmt: skip

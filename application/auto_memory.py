@@ -134,6 +134,7 @@ class MemoryKeeper:
         self.interval = interval
         self.batch_size = batch_size
         self.topics = [get_topic(cls) for cls in TEACHING]
+        self.error: str | None = None  # why the last pass stopped, if it did
         self._scopes: dict[UUID, MemoryScope] = {}
 
     async def run(self) -> None:
@@ -141,7 +142,9 @@ class MemoryKeeper:
         while True:
             try:
                 await self.catch_up()
-            except Exception:
+                self.error = None
+            except Exception as e:
+                self.error = f"{type(e).__name__}: {e}"
                 log.warning("the memory keeper will try again", exc_info=True)
             await asyncio.sleep(self.interval)
 

@@ -97,7 +97,10 @@ def create_app(
     )
     views = _read_models(container, waiter)
     access = Access(container.sessions, container.accounts, container.bridge)
-    probes = Probes(container.recorder, container.views, services, container.bridge, waiter, logs)
+    probes = Probes(
+        container.recorder, container.views, services, container.bridge, waiter, logs,
+        container.checkpoints,
+    )  # fmt: skip
     factory = container.sessions.factory
     assert isinstance(factory, PostgresFactory)
     idempotency = IdempotencyStore(factory.datastore)

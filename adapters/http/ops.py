@@ -5,15 +5,16 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from eventsourcing.postgres import PostgresApplicationRecorder
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresTrackingRecorder
 from litestar import Controller, Response, get
 from litestar.di import NamedDependency
 
 from adapters.http.read_your_writes import ViewWaiter
 from adapters.services import Services
+from application.auto_memory import MemoryKeeper
 from application.bridge import SyncBridge
 from projections.view import View
-from schemas.health import Health, ProjectionHealth, RelayHealth
+from schemas.health import Health, KeeperHealth, ProjectionHealth, RelayHealth
 
 READY_LAG = 10_000  # events a projection may trail the log by and still be "ready"
 
@@ -29,6 +30,7 @@ class Probes:
     waiter: ViewWaiter
     # view name -> the log it reads (the accounts view reads the accounts' log)
     logs: dict[str, PostgresApplicationRecorder]
+    checkpoints: PostgresTrackingRecorder  # the relay's and the memory keeper's
 
     def view_lags(self) -> dict[str, tuple[int, int]]:
         """view name -> (its position, events of its log it has yet to apply)."""
@@ -94,4 +96,7 @@ async def health_report(probes: Probes) -> Health:
         error = str(runner.error) if runner is not None and runner.error else None
         projections.append(ProjectionHealth(name, position, lag, error))
     failed = any(p.error for p in projections)
-    return Health("degraded" if failed else "ok", head, relay_health, projections)
+    kept = await probes.bridge(probes.checkpoints.max_tracking_id, MemoryKeeper.NAME) or 0
+    keeper = services.memory_keeper
+    keeper_health = KeeperHealth(kept, max(head - kept, 0), keeper.error if keeper else None)
+    return Health("degraded" if failed else "ok", head, relay_health, projections, keeper_health)

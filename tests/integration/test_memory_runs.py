@@ -199,5 +199,7 @@ def test_what_a_run_taught_and_never_kept_is_kept_by_the_server_from_the_log(
             assert {m["source"]["session_id"] for m in items} == {str(sid)}
             time.sleep(1.0)  # passes go on: none of them keeps anything twice
             assert len(client.get("/api/v1/memories", headers=alice).json()["items"]) == 2
+            keeper = client.get("/health").json()["memory_keeper"]
+            assert keeper["error"] is None and keeper["position"] > 0
     finally:
         system.close()

@@ -5,6 +5,7 @@ back a memory a user forgot, and never skipping an event it failed to keep."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from uuid import UUID, uuid4
 
@@ -125,3 +126,29 @@ async def test_an_event_that_could_not_be_kept_is_kept_by_the_next_pass(tmp_path
     await keeper.catch_up()
     user, workspace_memories = await kept(engine, owner, workspace)
     assert len(user) == len(workspace_memories) == 1
+
+
+async def test_a_running_keeper_says_why_a_pass_stopped_until_one_succeeds(
+    tmp_path: Path,
+) -> None:
+    engine, _, owner, workspace = await taught_but_not_kept(tmp_path)
+    flaky = FlakyMemories(engine.memories.store, engine.memories.index, engine.bridge)
+    flaky.outages = 3
+    keeper = keeper_of(engine, flaky)
+    keeper.interval = 0.01
+    running = asyncio.create_task(keeper.run())
+    try:
+        for _ in range(500):
+            if keeper.error is not None:
+                break
+            await asyncio.sleep(0.01)
+        assert keeper.error == "ConnectionError: the memory store is away"
+        for _ in range(500):
+            if keeper.error is None:
+                break
+            await asyncio.sleep(0.01)
+        assert keeper.error is None
+        user, workspace_memories = await kept(engine, owner, workspace)
+        assert len(user) == len(workspace_memories) == 1
+    finally:
+        running.cancel()
