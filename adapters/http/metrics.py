@@ -17,6 +17,8 @@ event-store thread pool. Metrics:
 - `tokendance_relay_lag_events` (gauge): events stored but not yet published to NATS
   (present when this process runs the relay; `tokendance_relay_active` says if it leads).
 - `tokendance_projection_lag_events{view}` (gauge): events the read model has yet to apply.
+- `tokendance_memory_keeper_lag_events` (gauge): events the memory keeper has yet to read
+  for what sessions taught (a pass every 2 s: a lag that only grows means it is stuck).
 - `tokendance_model_tokens_total{kind}` (counter): model tokens over all sessions, by
   kind (input, output, cache_read, cache_write), from the sessions read model.
 - `tokendance_model_tokens_by_model_total{kind,model}` and
@@ -44,6 +46,7 @@ from prometheus_client.exposition import generate_latest
 from adapters.http.errors import status_of
 from adapters.http.limits import RateLimits
 from adapters.http.ops import Probes
+from application.auto_memory import MemoryKeeper
 from domain.errors import DomainError
 
 log = logging.getLogger(__name__)
@@ -154,6 +157,12 @@ class StoreCollector:
         for name, (_, behind) in probes.view_lags().items():
             lag.add_metric([name], behind)
         yield lag
+        kept = probes.checkpoints.max_tracking_id(MemoryKeeper.NAME) or 0
+        yield GaugeMetricFamily(
+            "tokendance_memory_keeper_lag_events",
+            "Events the memory keeper has yet to read for what sessions taught",
+            value=max(head - kept, 0),
+        )
         tokens = CounterMetricFamily(
             "tokendance_model_tokens", "Model tokens over all sessions", labels=["kind"]
         )

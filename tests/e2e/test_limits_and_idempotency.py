@@ -352,6 +352,7 @@ def test_metrics_show_requests_streams_events_lags_and_tokens(start_server: Star
                 and len(lags) == 10
                 and not any(lags)
                 and m.get(("tokendance_relay_lag_events", ())) == 0
+                and m.get(("tokendance_memory_keeper_lag_events", ())) == 0
                 and m[("tokendance_model_tokens_total", (("kind", "input"),))] == 1200
             )
             return m if ready else None
