@@ -140,11 +140,14 @@ class RunMemory:
     async def _learn(
         auto: AutoMemory, scope: MemoryScope, session_id: UUID, events: Sequence[SessionEvent]
     ) -> None:
-        try:
-            for e in events:
+        for e in events:
+            try:
                 await auto.learn(scope, session_id, e)
-        except Exception:  # the run must not fail for its memory: the keeper keeps it later
-            log.warning("could not keep a memory of session %s yet", session_id, exc_info=True)
+            except Exception:  # the run must not fail for its memory: the keeper keeps it
+                log.warning(
+                    "could not keep a memory of version %d of session %s yet",
+                    e.originator_version, session_id, exc_info=True,
+                )  # fmt: skip
 
     async def settled(self) -> None:
         """Until what finished runs learned is kept (tests; a clean shutdown)."""
