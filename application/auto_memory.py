@@ -8,7 +8,7 @@ learning from the same event again changes nothing: not a memory kept since, nor
 user edited or forgot.
 
 That makes two ways of keeping safe together. A run keeps what it taught at once
-(`RunMemory`, in the background at its end). The `MemoryKeeper` follows the session
+(`RunMemory`, in the background). The `MemoryKeeper` follows the session
 log behind it and keeps whatever the run did not get to: the process died after the
 event committed, the embedder or Postgres was away. It moves its checkpoint only past
 events it kept, so it never skips one.

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Protocol
 from uuid import UUID
 
-from application.auto_memory import AutoMemory
+from application.auto_memory import AutoMemory, remembered_request
 from application.memories import MAX_QUERY, Memories
 from application.run_state import RunState
 from application.sessions import SessionService
@@ -96,7 +96,8 @@ def _shares_words(text: str, message: str) -> bool:
 
 
 class RunMemory:
-    """Long-term memory around a run: recall at its start, keep what it learned at its end."""
+    """Long-term memory around a run: recall at its start; keep what it taught (the user's
+    "remember that ...", its findings with sources) in the background."""
 
     def __init__(self, recall: Recall | None, auto: AutoMemory | None) -> None:
         self.recall = recall
@@ -105,7 +106,8 @@ class RunMemory:
 
     async def at_start(self, state: RunState, sessions: SessionService) -> None:
         """Memories for the user's message join the conversation (recorded, so a replay
-        sees the same); a "remember that ..." in it is kept as the user's preference."""
+        sees the same); a "remember that ..." in it is kept as the user's preference, in
+        the background (the model's first call never waits for an embedding)."""
         scope = state.ledger.memory_scope
         asked = await state.last_user_event()
         if scope is None or asked is None or not asked.text.strip():
@@ -121,8 +123,8 @@ class RunMemory:
                     sessions.recall_memories, state.session_id, state.run_id,
                     asked.text[:MAX_QUERY], memories,
                 )  # fmt: skip
-        if self.auto is not None:
-            await self._learn(self.auto, scope, state.session_id, [asked])
+        if self.auto is not None and remembered_request(asked.text) is not None:
+            self._keep_later(self.auto, scope, state, [asked])
 
     def at_end(self, state: RunState) -> None:
         """Findings this run recorded with sources become the workspace's knowledge: in
@@ -131,7 +133,12 @@ class RunMemory:
         findings = [e for e in state.this_run() if isinstance(e, S.FindingRecorded)]
         if auto is None or scope is None or not findings:
             return
-        keep = self._learn(auto, scope, state.session_id, findings)
+        self._keep_later(auto, scope, state, findings)
+
+    def _keep_later(
+        self, auto: AutoMemory, scope: MemoryScope, state: RunState, events: Sequence[SessionEvent]
+    ) -> None:
+        keep = self._learn(auto, scope, state.session_id, events)
         task = asyncio.create_task(keep, name=f"memories of run {state.run_id}")
         self._keeping.add(task)
         task.add_done_callback(self._keeping.discard)

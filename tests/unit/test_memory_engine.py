@@ -6,12 +6,16 @@ reproduce runs that recalled."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 from uuid import uuid4
 
+from application.bridge import SyncBridge
+from application.memories import Memories, Remembered
 from domain.memory_values import Namespace
 from domain.session import AgentSession as S
-from tests.fakes.engine import Engine, make_engine, scripted
+from tests.fakes.engine import Engine, in_memory_memories, make_engine, scripted
 from tests.unit.test_replay_and_fork import call, replay_of
 
 
@@ -139,3 +143,30 @@ def _user(user_id: object) -> object:
     from domain.authors import ByUser
 
     return ByUser(user_id)  # type: ignore[arg-type]
+
+
+class HeldMemories(Memories):
+    """Memories whose every write waits until `release` is set (a slow embedder, say)."""
+
+    def __init__(self, like: Memories) -> None:
+        super().__init__(like.store, like.index, like.bridge)
+        self.release = asyncio.Event()
+
+    async def remember(self, *args: Any, **kwargs: Any) -> Remembered:  # noqa: ANN401
+        await self.release.wait()
+        return await super().remember(*args, **kwargs)
+
+
+async def test_a_remember_that_is_kept_without_holding_up_the_run(tmp_path: Path) -> None:
+    held = HeldMemories(in_memory_memories(SyncBridge(2)))
+    engine = make_engine(scripted({"text": "Noted."}), tmp_path, memories=held)
+    owner = uuid4()
+    sid = await engine.new_session(owner_id=owner)
+    await engine.scheduler.send_message(sid, "Remember that I live in Lyon")
+    assert await asyncio.wait_for(engine.scheduler.wait(sid), 10) == "completed"
+    assert await engine.memories.list(Namespace("user", owner)) == []  # still being kept
+    held.release.set()
+    assert engine.runner.memory is not None
+    await engine.runner.memory.settled()
+    (kept,) = await engine.memories.list(Namespace("user", owner))
+    assert kept.text == "I live in Lyon"
