@@ -46,7 +46,6 @@ from prometheus_client.exposition import generate_latest
 from adapters.http.errors import status_of
 from adapters.http.limits import RateLimits
 from adapters.http.ops import Probes
-from application.auto_memory import MemoryKeeper
 from domain.errors import DomainError
 
 log = logging.getLogger(__name__)
@@ -157,11 +156,10 @@ class StoreCollector:
         for name, (_, behind) in probes.view_lags().items():
             lag.add_metric([name], behind)
         yield lag
-        kept = probes.checkpoints.max_tracking_id(MemoryKeeper.NAME) or 0
         yield GaugeMetricFamily(
             "tokendance_memory_keeper_lag_events",
             "Events the memory keeper has yet to read for what sessions taught",
-            value=max(head - kept, 0),
+            value=max(head - probes.kept(), 0),
         )
         tokens = CounterMetricFamily(
             "tokendance_model_tokens", "Model tokens over all sessions", labels=["kind"]

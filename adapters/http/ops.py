@@ -32,6 +32,10 @@ class Probes:
     logs: dict[str, PostgresApplicationRecorder]
     checkpoints: PostgresTrackingRecorder  # the relay's and the memory keeper's
 
+    def kept(self) -> int:
+        """The notification id up to which the memory keeper kept what sessions taught."""
+        return self.checkpoints.max_tracking_id(MemoryKeeper.NAME) or 0
+
     def view_lags(self) -> dict[str, tuple[int, int]]:
         """view name -> (its position, events of its log it has yet to apply)."""
         heads: dict[int, int] = {}
@@ -96,7 +100,7 @@ async def health_report(probes: Probes) -> Health:
         error = str(runner.error) if runner is not None and runner.error else None
         projections.append(ProjectionHealth(name, position, lag, error))
     failed = any(p.error for p in projections)
-    kept = await probes.bridge(probes.checkpoints.max_tracking_id, MemoryKeeper.NAME) or 0
+    kept = await probes.bridge(probes.kept)
     keeper = services.memory_keeper
     keeper_health = KeeperHealth(kept, max(head - kept, 0), keeper.error if keeper else None)
     return Health("degraded" if failed else "ok", head, relay_health, projections, keeper_health)
