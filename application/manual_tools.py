@@ -14,8 +14,7 @@ from application.bridge import SyncBridge
 from application.run_state import RunState
 from application.sessions import SessionService
 from application.tool_calls import ToolCalls, action_id_for
-from domain.context import MANUAL_PREFIX
-from domain.values import ToolUseContent
+from domain.values import MANUAL_PREFIX, ToolUseContent
 
 NO_RUN = UUID(int=0)
 

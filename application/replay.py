@@ -28,7 +28,7 @@ from application.steps import UNRECORDED
 from application.tool_calls import Performed, ToolCalls
 from application.tools.registry import ToolRegistry
 from domain.budgets import BillingScope, BudgetExceeded, Spend, ThresholdCrossing
-from domain.context import MANUAL_PREFIX, content_block
+from domain.context import content_block
 from domain.conversation import (
     ModelRequest,
     ModelTurn,
@@ -41,7 +41,7 @@ from domain.conversation import (
 from domain.events import SessionEvent
 from domain.session import AgentSession as S
 from domain.session_decks import DeckLog as D
-from domain.values import SourceSeen
+from domain.values import MANUAL_PREFIX, SourceSeen
 
 # Measured, not decided: they differ on every run and say nothing about behaviour.
 IGNORED = {"timestamp", "latency_ms", "duration_ms", "worker"}

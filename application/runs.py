@@ -26,10 +26,9 @@ from application.manual_tools import ManualTools
 from application.ports import RunDispatch, RunLocks
 from application.runner import AgentRunner, RunEnd
 from application.sessions import Receipt, SessionService
-from domain.context import MANUAL_PREFIX
 from domain.errors import ClaimLost
 from domain.session import AgentSession
-from domain.values import AttachedFile
+from domain.values import MANUAL_PREFIX, AttachedFile
 
 log = logging.getLogger(__name__)
 

@@ -35,9 +35,14 @@ from domain.policies import STRIKE_NOTICE
 from domain.session import AgentSession as S
 from domain.session_decks import DeckLog as D
 from domain.sources import NumberedSource, add_source
-from domain.values import PLAN_MARKS, PlanItem, RecalledMemory, StoredBlock, model_citations
-
-MANUAL_PREFIX = "manual_"  # tool calls a person made by hand, outside any model turn
+from domain.values import (
+    MANUAL_PREFIX,
+    PLAN_MARKS,
+    PlanItem,
+    RecalledMemory,
+    StoredBlock,
+    model_citations,
+)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from domain.errors import (
 from domain.session_decks import DeckLog
 from domain.value_state import ValueState
 from domain.values import (
+    MANUAL_PREFIX,
     TOOL_RESULT_STATUSES,
     ArtifactKind,
     AttachedFile,
@@ -823,7 +824,10 @@ class AgentSession(ValueState, DeckLog):
         self.status = "completed"
 
     def fail_run(self, run_id: UUID, reason: str, error_code: str = "RUN_FAILED") -> None:
+        """End the run in failure; its tool calls without a result are marked interrupted
+        (a person's own calls, outside any run, stay open)."""
         self._check_run(run_id)
+        self._interrupt_calls(f"the run failed before this call finished: {reason}", "failed")
         self._run_failed(
             run_id, reason, error_code, self.run_tokens, self.run_message_id,
             list(self.run_artifacts),
@@ -864,11 +868,13 @@ class AgentSession(ValueState, DeckLog):
         """Stop the active run; its tool calls without a result are marked interrupted."""
         if self.active_run is None:
             raise InvalidCommand("no run is active")
-        for tool_use_id in list(self.open_tool_calls):
-            self.record_tool_result(
-                tool_use_id, "interrupted", f"the run was stopped: {reason}", error="stopped"
-            )
+        self._interrupt_calls(f"the run was stopped: {reason}", "stopped", manual_too=True)
         self.stop_run(self.active_run, reason)
+
+    def _interrupt_calls(self, summary: str, error: str, *, manual_too: bool = False) -> None:
+        for tool_use_id in list(self.open_tool_calls):
+            if manual_too or not tool_use_id.startswith(MANUAL_PREFIX):
+                self.record_tool_result(tool_use_id, "interrupted", summary, error=error)
 
     # -- session --------------------------------------------------------------
 

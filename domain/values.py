@@ -26,6 +26,7 @@ MAX_MESSAGE_BYTES = 1024 * 1024
 MAX_TITLE_CHARS = 500
 
 SessionStatus = Literal["created", "running", "waiting", "completed", "error", "stopped"]
+MANUAL_PREFIX = "manual_"  # tool calls a person made by hand, outside any model turn
 ToolResultStatus = Literal["success", "error", "cancelled", "interrupted"]
 RiskLevel = Literal["safe", "risky"]
 PlanItemStatus = Literal["pending", "in_progress", "done", "skipped"]

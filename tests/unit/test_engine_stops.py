@@ -51,6 +51,24 @@ async def test_stop_during_a_tool_marks_it_interrupted(tmp_path: Path) -> None:
     assert engine.kinds(sid)[-1] == "RunStopped"
 
 
+async def test_a_run_that_fails_mid_tool_leaves_no_call_without_a_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = make_engine(scripted({"tool_calls": [call("search", "t1", query="a")]}), tmp_path)
+    sid = await engine.new_session()
+
+    def store_away(*args: object, **kwargs: object) -> None:
+        raise OSError("the event store went away")  # something no run expects
+
+    monkeypatch.setattr(engine.sessions, "record_result_and_effects", store_away)
+    await engine.scheduler.send_message(sid, "go")
+    assert await engine.scheduler.wait(sid) == "failed"
+    assert engine.kinds(sid)[-2:] == ["ToolResultRecorded", "RunFailed"]
+    result = engine.events(sid, "ToolResultRecorded")[0]
+    assert (result.tool_use_id, result.status) == ("t1", "interrupted")  # type: ignore[attr-defined]
+    assert "the event store went away" in result.summary  # type: ignore[attr-defined]
+
+
 async def test_a_recovered_run_interrupts_what_was_in_flight_and_reruns_nothing(
     tmp_path: Path,
 ) -> None:

@@ -136,6 +136,23 @@ def test_a_tool_result_needs_an_open_tool_call(sessions: SessionService) -> None
         sessions.record_tool_result(sid, "toolu_1", "success", "again")
 
 
+def test_a_failed_run_interrupts_its_open_calls_but_not_a_persons(
+    sessions: SessionService,
+) -> None:
+    sid, run = start(sessions), uuid4()
+    sessions.request_run(sid, run)
+    sessions.start_run(sid, run, worker="w1")
+    sessions.request_tool_call(sid, "toolu_1", "web_search", {"query": "x"})
+    sessions.request_tool_call(sid, "manual_1", "web_search", {"query": "y"})
+    sessions.fail_run(sid, run, "the worker died", "RUN_FAILED")
+    assert kinds(sessions, sid)[-2:] == ["ToolResultRecorded", "RunFailed"]
+    session = sessions.get_session(sid)
+    assert list(session.open_tool_calls) == ["manual_1"]  # a person's call, outside the run
+    result = list(sessions.session_events(sid))[-2]
+    assert (result.status, result.error) == ("interrupted", "failed")  # type: ignore[attr-defined]
+    assert "the worker died" in result.summary  # type: ignore[attr-defined]
+
+
 def test_an_archived_session_takes_no_more_messages(sessions: SessionService) -> None:
     sid = start(sessions)
     sessions.rename_session(sid, "Renamed")
