@@ -3,9 +3,9 @@
 A deck is created with its first slides and then changed a step at a time; each event
 carries the change and the rendered file of the deck's new version (its blob), so the
 version a user downloads is exactly what the log says. The deck itself is folded from
-these events (`domain.deck_fold`). They are recorded as the session's own subclasses,
-with the topics `domain.session:AgentSession.<Name>`, which never change; match on
-them through `DeckLog` (`DeckLog.DeckEvent` matches every one).
+these events (`domain.deck_fold`). They are recorded as the session's own subclasses
+(`domain.session_log` says how); match on them through `DeckLog` (`DeckLog.DeckEvent`
+matches every one).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from eventsourcing.domain import Aggregate
 
 from domain.conversation import CacheTtl, ModelTurn, Usage
 from domain.decks import Deck, Slide, Template
+from domain.session_log import SessionLog
 from domain.values import ModelCallCost, RunArtifact, artifact_id_of
 
 
@@ -30,7 +31,7 @@ class File(NamedTuple):
     tool_use_id: str | None  # the tool call that made it (None: a user's regeneration)
 
 
-class DeckLog(Aggregate):
+class DeckLog(SessionLog):
     """The deck events and the commands that record them (mixed into `AgentSession`)."""
 
     class DeckEvent(Aggregate.Event):
@@ -87,13 +88,6 @@ class DeckLog(Aggregate):
     class TemplateChanged(DeckEvent):
         template: Template
 
-    # Set by `AgentSession`.
-    active_run: Any
-    run_artifacts: list[RunArtifact]
-
-    def _check_open(self) -> None:
-        raise NotImplementedError
-
     def create_deck(
         self, deck: int, title: str, name: str, template: Template, slides: list[Slide], file: File
     ) -> None:
@@ -139,15 +133,13 @@ class DeckLog(Aggregate):
     def repeat(self, e: SlideRewritten) -> None:
         """Record `e` again as it was (a replay repeats a user's regeneration)."""
         self._check_open()
-        self.trigger_event(type(e), **{f.name: getattr(e, f.name) for f in _payload(e)})
+        self._record(type(e), **{f.name: getattr(e, f.name) for f in _payload(e)})
 
     def _change(
         self, kind: type[DeckEvent], deck: dict[str, object], file: File, **change: object
     ) -> None:
-        # Triggered by class (not by an `@event` method), so that what is recorded is the
-        # session's own subclass of each event: `domain.session:AgentSession.<Name>`.
         self._check_open()
-        self.trigger_event(kind, **deck, **file._asdict(), **change)
+        self._record(kind, **deck, **file._asdict(), **change)
 
 
 def _next(deck: Deck) -> dict[str, object]:

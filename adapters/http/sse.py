@@ -9,7 +9,7 @@ none: they are previews, not part of the record.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import assert_never
+from typing import TypeAlias, assert_never
 from urllib.parse import urlsplit
 
 from domain.conversation import TextDelta, ThinkingDelta
@@ -32,12 +32,16 @@ from domain.values import (
 )
 from schemas import sse
 
-Turn = S.UserMessageAppended | S.AssistantTurnRecorded
-ToolEvent = S.ToolCallRequested | S.ToolResultRecorded | S.ConfirmationRequested
-Memory = S.PlanUpdated | S.FindingRecorded | S.ProgressNoted | S.SourceRecorded | S.ArtifactCreated
-Guard = S.StrikeRecorded | S.RebootRequested | S.ContextCompacted | S.BudgetThresholdReached
-RunEvent = S.RunRequested | S.RunStarted | S.RunCompleted | S.RunFailed | S.RunStopped
-Lifecycle = S.SessionStarted | S.SessionRenamed | S.SessionCompleted | S.SessionArchived
+Turn: TypeAlias = S.UserMessageAppended | S.AssistantTurnRecorded
+ToolEvent: TypeAlias = S.ToolCallRequested | S.ToolResultRecorded | S.ConfirmationRequested
+Memory: TypeAlias = (
+    S.PlanUpdated | S.FindingRecorded | S.ProgressNoted | S.SourceRecorded | S.ArtifactCreated
+)
+Guard: TypeAlias = (
+    S.StrikeRecorded | S.RebootRequested | S.ContextCompacted | S.BudgetThresholdReached
+)
+RunEvent: TypeAlias = S.RunRequested | S.RunStarted | S.RunCompleted | S.RunFailed | S.RunStopped
+Lifecycle: TypeAlias = S.SessionStarted | S.SessionRenamed | S.SessionCompleted | S.SessionArchived
 
 
 def payloads(e: SessionEvent) -> list[sse.SsePayload]:
