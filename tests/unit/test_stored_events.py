@@ -12,17 +12,18 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import pytest
 from eventsourcing.persistence import StoredEvent
+from eventsourcing.utils import get_topic
 
 from adapters.bootstrap import in_memory_sessions
 from adapters.http.sse import payloads
 from application.sessions import SessionService
 from domain.context import ContextFrame, build_request
 from domain.conversation import ToolSpec, request_text
-from domain.events import SessionEvent
+from domain.events import SESSION_EVENT_CLASSES, SessionEvent
 from domain.session import AgentSession
 from domain.values import Citation, PlanItem, SessionSettings
 from domain.working_memory import fold_all
@@ -115,6 +116,28 @@ def test_new_events_round_trip_through_the_store(fixture: dict[str, Any]) -> Non
     again = in_memory_sessions()
     again.recorder.insert_events([again.mapper.to_stored_event(e) for e in events])
     assert list(again.session_events(session_id(fixture))) == events
+
+
+def test_events_written_now_keep_the_topics_stored_before() -> None:
+    """Each part of the session records the session's own class of its events."""
+    sessions, run = in_memory_sessions(), uuid4()
+    sid = sessions.start_session(workspace_id=uuid4(), owner_id=uuid4(), title="t").session_id
+    sessions.request_run(sid, run)  # runs
+    sessions.request_tool_call(sid, "toolu_1", "update_plan", {})  # tool calls
+    sessions.update_plan(sid, [PlanItem("Look", "in_progress")])  # working memory
+    sessions.record_strike(sid, "update_plan", "sig", 1)  # steering
+    sessions.fail_run(sid, run, "gone")
+    topics = [e.topic for e in sessions.recorder.select_events(sid)]
+    assert topics == [
+        f"domain.session:AgentSession.{name}"
+        for name in (
+            "SessionStarted", "RunRequested", "ToolCallRequested", "PlanUpdated",
+            "StrikeRecorded", "ToolResultRecorded", "RunFailed",
+        )
+    ]  # fmt: skip
+    assert all(
+        get_topic(c).startswith("domain.session:AgentSession.") for c in SESSION_EVENT_CLASSES
+    )
 
 
 def test_old_events_map_to_the_sse_payloads_of_the_same_events_written_now(
