@@ -16,7 +16,8 @@ expiry the replica pushes on (`refresh`) while the stream is open: a lease. A ca
 streams are counted with expired rows left out, so the streams of a replica that died
 free themselves when their leases run out; a stream that ends deletes its row. Opening
 one takes a transaction-level advisory lock on the caller, so two replicas never both
-take the last slot.
+take the last slot; that transaction commits without waiting for the disk, so a caller's
+streams queue on the lock for two statements rather than an fsync.
 
 Times come from the replica's clock (`time.time`), passed to every statement. Any
 database error is raised as `CountersUnavailable` (the limits then fail open).
@@ -88,6 +89,13 @@ SELECT EXISTS (SELECT FROM counted) AS admitted,
        coalesce(c.requests, 0) AS requests, coalesce(c.uploads, 0) AS uploads
   FROM previous p LEFT JOIN current c ON true
 """
+
+# The caller's lock, held to the transaction's end. Its commit does not wait for the
+# disk (a slot lost in a crash is a lease that runs out), so the next request of the
+# same caller waits for two statements, not for an fsync.
+LOCK_CALLER = (
+    "SELECT pg_advisory_xact_lock(%s, hashtext(%s)), set_config('synchronous_commit', 'off', true)"
+)
 
 OPEN = """
 INSERT INTO rate_limit_streams (slot, caller, owner, expires_at)
@@ -167,7 +175,7 @@ class PostgresCounters:
             "limit": limit,
         }
         with self._connection() as conn, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (SPACE, key))
+            conn.execute(LOCK_CALLER, (SPACE, key))
             row = conn.execute(OPEN, params).fetchone()
         return None if row is None else str(row["slot"])
 

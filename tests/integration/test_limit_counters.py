@@ -131,6 +131,24 @@ def test_stream_slots_are_shared_and_released(
     assert b.open_stream("user:1", 2) is not None
 
 
+def test_opening_a_stream_leaves_its_pooled_connection_committing_durably(
+    datastore: PostgresDatastore, clock: Clock
+) -> None:
+    info = datastore.pool.kwargs
+    assert isinstance(info, dict)
+    one = PostgresDatastore(
+        info["dbname"], info["host"], info["port"], info["user"], info["password"]
+    )  # a pool of one connection: the next statement runs where the opening did
+    try:
+        counters = PostgresCounters(one, clock=clock)
+        assert counters.open_stream("user:1", 2) is not None
+        with one.get_connection() as conn:
+            row = conn.execute("SELECT current_setting('synchronous_commit') AS s").fetchone()
+        assert row is not None and row["s"] == "on"  # the event store commits durably still
+    finally:
+        one.close()
+
+
 def test_a_lease_lives_while_refreshed_and_expires_when_not(
     pair: tuple[PostgresCounters, PostgresCounters], clock: Clock
 ) -> None:
