@@ -6,6 +6,8 @@ import asyncio
 from pathlib import Path
 from uuid import UUID
 
+import pytest
+
 from adapters.bootstrap import replay_engine
 from adapters.llm.scripted import ScriptedLLM
 from application.replay import ReplayReport, replay
@@ -100,6 +102,24 @@ async def test_replay_covers_a_stop_and_a_model_failure(tmp_path: Path) -> None:
     assert await engine.scheduler.wait(sid) == "failed"
     await engine.scheduler.send_message(sid, "three")
     assert await engine.scheduler.wait(sid) == "completed"
+    report = await replay_of(engine, sid)
+    assert report.identical, report.divergence
+
+
+async def test_replay_covers_a_run_that_failed_mid_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = make_engine(scripted({"tool_calls": [call("search", "t1", query="a")]}), tmp_path)
+    sid = await engine.new_session()
+
+    def store_away(*args: object, **kwargs: object) -> None:
+        raise OSError("the event store went away")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(engine.sessions, "record_result_and_effects", store_away)
+        await engine.scheduler.send_message(sid, "go")
+        assert await engine.scheduler.wait(sid) == "failed"
+    assert engine.kinds(sid)[-2:] == ["ToolResultRecorded", "RunFailed"]
     report = await replay_of(engine, sid)
     assert report.identical, report.divergence
 
