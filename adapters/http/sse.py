@@ -1,17 +1,18 @@
 """Stored events and live deltas as the SSE contract's payloads (`schemas.sse`).
 
 Every event class of a session maps here, by `match`, to its payloads; a class
-without a case is a type error (`assert_never`). A stored event's payloads carry its
-version (the SSE id, so a client resumes with `Last-Event-ID`); live deltas carry
-none: they are previews, not part of the record.
+without a case is a type error (`assert_never`). Messages and model turns, with their
+citations, are mapped in `sse_turns`. A stored event's payloads carry its version (the
+SSE id, so a client resumes with `Last-Event-ID`); live deltas carry none: they are
+previews, not part of the record.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TypeAlias, assert_never
 from urllib.parse import urlsplit
 
+from adapters.http.sse_turns import citations_of, turn_payloads
 from domain.conversation import TextDelta, ThinkingDelta
 from domain.deck_fold import DeckEvent
 from domain.decks import PPTX
@@ -19,20 +20,9 @@ from domain.events import SessionEvent
 from domain.pricing import usd_text
 from domain.session import AgentSession as S
 from domain.session_decks import DeckLog as D
-from domain.sources import cited_numbers
-from domain.values import (
-    Citation,
-    CitedSource,
-    RunArtifact,
-    StoredBlock,
-    artifact_id_of,
-    blocks_thinking,
-    blocks_tool_uses,
-    model_citations,
-)
+from domain.values import RunArtifact, artifact_id_of
 from schemas import sse
 
-Turn: TypeAlias = S.UserMessageAppended | S.AssistantTurnRecorded
 ToolEvent: TypeAlias = S.ToolCallRequested | S.ToolResultRecorded | S.ConfirmationRequested
 Memory: TypeAlias = (
     S.PlanUpdated | S.FindingRecorded | S.ProgressNoted | S.SourceRecorded | S.ArtifactCreated
@@ -48,7 +38,7 @@ def payloads(e: SessionEvent) -> list[sse.SsePayload]:
     """A stored event's payloads, with its version (a turn: its thinking's end first)."""
     match e:
         case S.UserMessageAppended() | S.AssistantTurnRecorded():
-            return _turn(e)
+            return turn_payloads(e)
         case S.ToolCallRequested() | S.ToolResultRecorded() | S.ConfirmationRequested():
             return [_tool(e)]
         case S.ConfirmationGiven(action_id=action, approved=approved, feedback=feedback, by=by):
@@ -120,58 +110,6 @@ def message_of(e: SessionEvent) -> sse.Message | None:
         if isinstance(payload, sse.Message):
             return payload
     return None
-
-
-def _turn(e: Turn) -> list[sse.SsePayload]:
-    v, at = e.originator_version, e.timestamp
-    match e:
-        case S.UserMessageAppended(text=text, attachments=attachments):
-            return [
-                sse.Message(
-                    version=v,
-                    timestamp=at,
-                    id=str(v),
-                    role="user",
-                    content=text,
-                    attachments=list(attachments),
-                    files=[
-                        sse.AttachedFile(f.file_id, f.path, f.media_type, f.size) for f in e.files
-                    ]
-                    or None,
-                )
-            ]
-        case S.AssistantTurnRecorded(content=blocks):
-            thinking = blocks_thinking(blocks)
-            usage = sse.Usage(
-                e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens
-            )
-            calls = [sse.ToolUse(b["id"], b["name"], b["input"]) for b in blocks_tool_uses(blocks)]
-            cited = cited_sources(e.citations)
-            unknown = e.unknown_markers
-            turn = sse.Message(
-                version=v,
-                timestamp=at,
-                id=str(v),
-                role="assistant",
-                content=marked_text(blocks, e.citations),
-                thinking=thinking or None,
-                tool_calls=calls,
-                run_id=e.run_id,
-                stop_reason=e.stop_reason,
-                model=e.model,
-                usage=usage,
-                citations=cited or None,
-                unresolved_citations=list(unknown) or None,
-            )
-            out: list[sse.SsePayload] = [sse.Thinking(content="", status="end")] if thinking else []
-            if cited:
-                out.append(sse.Content(content="", citations=cited))
-            out.append(turn)
-            if unknown:
-                out.append(_unresolved(v, at, unknown, len(cited)))
-            return out
-        case _:
-            assert_never(e)
 
 
 def _tool(e: ToolEvent) -> sse.SsePayload:
@@ -388,66 +326,8 @@ def _session(e: Lifecycle) -> sse.Session:
             assert_never(e)
 
 
-def citations_of(citations: list[Citation]) -> list[sse.Citation]:
-    """Citations numbered from 1, with the domain of their url."""
-    return [
-        sse.Citation(
-            index=n,
-            url=c.url,
-            title=c.title,
-            domain=urlsplit(c.url).hostname or "",
-            snippet="",
-            blob_ref=c.blob_ref or None,
-        )
-        for n, c in enumerate(citations, start=1)
-    ]
-
-
-def _unresolved(version: int, at: datetime, markers: list[int], cited: int) -> sse.Notice:
-    listed = ", ".join(f"[{n}]" for n in markers)
-    return sse.Notice(
-        version=version,
-        timestamp=at,
-        kind="citation",
-        markers=list(markers),
-        message=f"The answer cites {listed}, which no source of this session has: "
-        f"shown as text, not as a link ({cited} cited source(s) resolved).",
-    )
-
-
 def _artifacts(made: list[RunArtifact]) -> list[sse.RunArtifact]:
     return [sse.RunArtifact(a.artifact_id, a.kind, a.name) for a in made]
-
-
-def cited_sources(cited: list[CitedSource]) -> list[sse.Citation]:
-    """A turn's citations as the frontend's `Citation`: `index` is the source's number."""
-    return [
-        sse.Citation(
-            index=c.number,
-            url=c.url,
-            title=c.title,
-            domain=urlsplit(c.url).hostname or "",
-            snippet=c.snippet,
-        )
-        for c in cited
-    ]
-
-
-def marked_text(blocks: list[StoredBlock], cited: list[CitedSource]) -> str:
-    """A turn's text with `[n]` after each block the model cited sources for by itself
-    (its own citations carry no markers in the text), unless the block has them."""
-    numbers = {c.url: c.number for c in cited}
-    parts: list[str] = []
-    for block in blocks:
-        if block["type"] != "text":
-            continue
-        text = block["text"]
-        cited_here = (numbers.get(c.source) for c in model_citations(block))
-        marks = dict.fromkeys(n for n in cited_here if n is not None)
-        for n in cited_numbers(text):
-            marks.pop(n, None)
-        parts.append(text + "".join(f"[{n}]" for n in marks))
-    return "".join(parts)
 
 
 def _id(message_id: int | None) -> str | None:
