@@ -28,7 +28,8 @@ import httpx
 
 from adapters.bootstrap import bootstrap
 from adapters.container import Container
-from adapters.settings import DOCUMENTED, Settings
+from adapters.env_vars import DOCUMENTED
+from adapters.settings import Settings
 from bench.harness import fresh_servers
 
 JWT_SECRET = "bench-secret-" + "x" * 32

@@ -1,0 +1,178 @@
+"""The environment variables TokenDance reads: each one's default and what it is.
+
+`adapters.settings` reads them; the README's settings table lists every one (a test
+checks the names both ways).
+"""
+
+from __future__ import annotations
+
+# name -> (default, what it is)
+DOCUMENTED: dict[str, tuple[str, str]] = {
+    "TOKENDANCE_DATA_DIR": (
+        "./.tokendance",
+        "where the embedded Postgres and NATS keep their data, and where blobs live",
+    ),
+    "TOKENDANCE_HOST": ("127.0.0.1", "address the HTTP API listens on"),
+    "TOKENDANCE_PORT": ("8000", "port the HTTP API listens on"),
+    "TOKENDANCE_DATABASE_URL": (
+        "(unset: embedded Postgres)",
+        "Postgres with pgvector, e.g. postgresql://user:pw@host:5432/db",
+    ),
+    "TOKENDANCE_NATS_URL": (
+        "(unset: embedded NATS)",
+        "NATS server with JetStream, e.g. nats://host:4222",
+    ),
+    "TOKENDANCE_NATS_STREAM": ("TOKENDANCE", "JetStream stream that carries the events"),
+    "TOKENDANCE_DB_POOL_SIZE": (
+        "8",
+        "Postgres connections kept open (the event-store thread pool has as many "
+        "threads as pool size + overflow)",
+    ),
+    "TOKENDANCE_DB_MAX_OVERFLOW": ("8", "extra Postgres connections allowed under load"),
+    "TOKENDANCE_LOG_LEVEL": ("INFO", "log level"),
+    "TOKENDANCE_LLM": (
+        "(unset: Anthropic if ANTHROPIC_API_KEY is set)",
+        "`scripted:<file.yaml>` (or `scripted:demo`) runs a scripted model instead",
+    ),
+    "TOKENDANCE_MODEL": ("claude-sonnet-5-5", "Anthropic model for agent turns"),
+    "TOKENDANCE_MAX_TOKENS": ("8192", "output token limit of one model turn"),
+    "TOKENDANCE_CONTEXT_WINDOW": (
+        "200000",
+        "the model's context window; the context is compacted at 70% of it",
+    ),
+    "TOKENDANCE_MAX_ITERATIONS": ("30", "model turns per run before it ends"),
+    "TOKENDANCE_JWT_SECRET": (
+        "(unset: a random secret kept in the data directory)",
+        "signs access and refresh tokens; at least 32 bytes; the same on every API process",
+    ),
+    "TOKENDANCE_ACCESS_TTL": ("3600", "seconds an access token is valid"),
+    "TOKENDANCE_RATE_LIMIT_PER_MINUTE": (
+        "100",
+        "API requests per minute per user (per client address before login), counted across "
+        "every API replica (a sliding window)",
+    ),
+    "TOKENDANCE_MAX_STREAMS_PER_USER": (
+        "10",
+        "SSE connections (chat runs, session streams) a user may hold open at once, across "
+        "every API replica",
+    ),
+    "TOKENDANCE_UPLOADS_PER_MINUTE": (
+        "10",
+        "file uploads per minute per user, across every API replica (a sliding window)",
+    ),
+    "TOKENDANCE_MAX_UPLOAD_BYTES": (
+        "26214400",
+        "the largest workspace file, in bytes (25 MiB), uploaded or written by the agent",
+    ),
+    "TOKENDANCE_S3_URL": (
+        "(unset: blobs in the data directory)",
+        "keep blobs in an S3-compatible store (MinIO) at this endpoint, e.g. http://minio:9000",
+    ),
+    "TOKENDANCE_S3_BUCKET": ("tokendance", "the bucket blobs go to (made if it is missing)"),
+    "TOKENDANCE_S3_ACCESS_KEY": ("", "the S3 access key (required with TOKENDANCE_S3_URL)"),
+    "TOKENDANCE_S3_SECRET_KEY": ("", "the S3 secret key (required with TOKENDANCE_S3_URL)"),
+    "TOKENDANCE_SHUTDOWN_GRACE": (
+        "10",
+        "seconds `serve` waits, on SIGTERM or Ctrl-C, for requests in flight before it "
+        "stops (open streams end at once; their clients resume from `Last-Event-ID`)",
+    ),
+    "TOKENDANCE_APPROVAL_WAIT": (
+        "600",
+        "seconds a chat stream stays open while its run waits for a human's approval; then "
+        "it ends with `done` status `waiting_confirmation` (the run stays resumable)",
+    ),
+    "TOKENDANCE_PRICES": (
+        "",
+        "a YAML price table to use instead of the bundled one (adapters/prices.yaml); "
+        "a file that does not parse stops the start, naming the file and line",
+    ),
+    "TOKENDANCE_CACHE_TTL": (
+        "5m",
+        "prompt-cache lifetime model calls ask for: 5m, or 1h (cache writes cost more)",
+    ),
+    "TOKENDANCE_TAVILY_URL": (
+        "",
+        "another Tavily-compatible search server (the key is `TAVILY_API_KEY`; without one "
+        "`web_search` answers that search is not configured)",
+    ),
+    "TOKENDANCE_FETCH_ALLOW": (
+        "",
+        "hosts, IPs or CIDR networks `read_url` may fetch although they are not public "
+        "(comma-separated, any port); everything private, local or link-local is refused",
+    ),
+    "TOKENDANCE_SKILLS_DIR": (
+        "",
+        "a folder of more skills (a folder per skill with its SKILL.md) beside the built-in ones",
+    ),
+    "TOKENDANCE_EMBEDDER": (
+        "(unset: voyage if VOYAGE_API_KEY is set, else wordllama)",
+        "how messages are matched to skills beyond keywords, and memories found by meaning: "
+        "voyage (Voyage AI's hosted models), wordllama (a local model that ships in its "
+        "package) or hashing (deterministic, no model)",
+    ),
+    "VOYAGE_API_KEY": (
+        "",
+        "Voyage AI's API key; with it the embedder is `voyage` unless TOKENDANCE_EMBEDDER "
+        "says otherwise (TOKENDANCE_EMBEDDER=voyage without it stops the start)",
+    ),
+    "TOKENDANCE_VOYAGE_MODEL": (
+        "voyage-3.5",
+        "the Voyage AI model (voyage-3.5, voyage-3.5-lite, ...: 1024 dimensions), or one "
+        "with its size (voyage-3.5-512; 256, 512, 1024 or 2048); stored vectors name their "
+        "model, so a change needs `tokendance memory reembed`",
+    ),
+    "TOKENDANCE_VOYAGE_BASE_URL": (
+        "https://api.voyageai.com/v1",
+        "another Voyage-compatible embeddings server (a proxy, or a local fake in tests)",
+    ),
+    "TOKENDANCE_SKILL_MATCH_THRESHOLD": (
+        "0.3",
+        "the least cosine similarity for a skill to be picked by meaning rather than keywords",
+    ),
+    "TOKENDANCE_SANDBOX": (
+        "bubblewrap",
+        "where code_execute runs: `bubblewrap` (Debian's bubblewrap package) or `docker` "
+        "(a Docker-API engine and the image built from sandbox/)",
+    ),
+    "TOKENDANCE_SANDBOX_TIMEOUT": ("30", "seconds of wall-clock time a sandboxed run gets"),
+    "TOKENDANCE_SANDBOX_MAX_TIMEOUT": (
+        "300",
+        "the most seconds a code_execute call may ask for",
+    ),
+    "TOKENDANCE_SANDBOX_MEMORY_MB": ("512", "memory (address space) of a sandboxed run, MiB"),
+    "TOKENDANCE_SANDBOX_PROCESSES": ("64", "processes a sandboxed run may have at once"),
+    "TOKENDANCE_SANDBOX_ALLOW_DOMAINS": (
+        "",
+        "domains sandboxed code may reach through the filtering proxy, comma-separated "
+        "(`*.example.com` for subdomains); none: no network",
+    ),
+    "TOKENDANCE_SANDBOX_IMAGE": (
+        "tokendance-sandbox:latest",
+        "the image the docker sandbox runs (built by sandbox/build_image.sh)",
+    ),
+    "TOKENDANCE_SOFFICE": (
+        "",
+        "LibreOffice's `soffice` for slide thumbnails and PDF export (none: found on PATH; "
+        "absent: previews without thumbnails, PDF export answers 501)",
+    ),
+    "TOKENDANCE_WORKER_CONCURRENCY": ("16", "runs one `tokendance worker` process drives at once"),
+    "TOKENDANCE_RUN_ACK_WAIT": (
+        "30",
+        "seconds a worker may go without a heartbeat before its run is handed to another",
+    ),
+    "TOKENDANCE_RUN_MAX_DELIVERIES": (
+        "5",
+        "times a run is handed to a worker before it fails (RUN_DELIVERY_EXHAUSTED) "
+        "instead of looping",
+    ),
+    "TOKENDANCE_RUN_SWEEP": (
+        "15",
+        "seconds between a worker's looks for active runs that no live worker holds "
+        "(requested while NATS was away, or left by a dead worker)",
+    ),
+    "TOKENDANCE_ALERT_WEBHOOK": ("", "URL budget alerts are POSTed to as JSON (none: not sent)"),
+    "TOKENDANCE_ALERT_WEBHOOK_SECRET": (
+        "",
+        "key of the alerts' HMAC-SHA256 signature header (required with the webhook)",
+    ),
+}
