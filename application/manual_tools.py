@@ -14,7 +14,8 @@ from application.bridge import SyncBridge
 from application.run_state import RunState
 from application.sessions import SessionService
 from application.tool_calls import ToolCalls, action_id_for
-from domain.values import MANUAL_PREFIX, ToolUseContent
+from domain.stored_blocks import ToolUseContent
+from domain.values import MANUAL_PREFIX
 
 NO_RUN = UUID(int=0)
 

@@ -24,7 +24,8 @@ from domain.errors import SessionNotFound
 from domain.events import SessionEvent
 from domain.ledger import Ledger
 from domain.session import AgentSession as S
-from domain.values import SessionSettings, ToolUseContent
+from domain.stored_blocks import ToolUseContent
+from domain.values import SessionSettings
 
 P = ParamSpec("P")
 

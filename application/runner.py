@@ -48,7 +48,8 @@ from domain.conversation import (
 from domain.policies import REBOOT_QUESTIONS, needs_compaction
 from domain.pricing import PriceTable
 from domain.sources import resolve_citations
-from domain.values import ModelCallCost, SessionSettings, blocks_tool_uses, turn_blocks
+from domain.stored_blocks import blocks_tool_uses, turn_blocks
+from domain.values import ModelCallCost, SessionSettings
 
 RunEnd = Literal["completed", "failed", "suspended", "not_active"]
 

@@ -39,14 +39,8 @@ from domain.policies import (
     error_signature,
     summarize_output,
 )
-from domain.values import (
-    Citation,
-    PlanItem,
-    RiskLevel,
-    SourceSeen,
-    ToolResultStatus,
-    ToolUseContent,
-)
+from domain.stored_blocks import ToolUseContent
+from domain.values import Citation, PlanItem, RiskLevel, SourceSeen, ToolResultStatus
 
 Outcome = Literal["done", "suspended"]
 

@@ -35,14 +35,8 @@ from domain.policies import STRIKE_NOTICE
 from domain.session import AgentSession as S
 from domain.session_decks import DeckLog as D
 from domain.sources import NumberedSource, add_source
-from domain.values import (
-    MANUAL_PREFIX,
-    PLAN_MARKS,
-    PlanItem,
-    RecalledMemory,
-    StoredBlock,
-    model_citations,
-)
+from domain.stored_blocks import StoredBlock, model_citations
+from domain.values import MANUAL_PREFIX, PLAN_MARKS, PlanItem, RecalledMemory
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ from domain.policies import error_signature
 from domain.session import AgentSession as S
 from domain.session_decks import DeckLog as D
 from domain.sources import NumberedSource, add_source
-from domain.values import SessionSettings, ToolUseContent, blocks_tool_uses
+from domain.stored_blocks import ToolUseContent, blocks_tool_uses
+from domain.values import SessionSettings
 
 
 @dataclass

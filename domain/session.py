@@ -23,16 +23,15 @@ from domain.session_log import State
 from domain.session_runs import RunLog
 from domain.session_steering import SteeringLog
 from domain.session_work import WorkLog
+from domain.stored_blocks import StoredBlock, turn_blocks
 from domain.value_state import ValueState
 from domain.values import (
     AttachedFile,
     CitedSource,
     ModelCallCost,
     SessionSettings,
-    StoredBlock,
     check_message_size,
     check_title,
-    turn_blocks,
 )
 
 

@@ -22,7 +22,7 @@ from psycopg.sql import SQL, Composed
 from domain.events import SessionEvent
 from domain.session import AgentSession as S
 from domain.session_decks import DeckLog as D
-from domain.values import blocks_text
+from domain.stored_blocks import blocks_text
 from projections.episode_queries import EpisodeScope, by_meaning, fused, graph_ef
 from projections.memory_vectors import EmbeddingModels, VectorTable, vector_literal
 from projections.view import SessionView

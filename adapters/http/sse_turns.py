@@ -10,14 +10,8 @@ from urllib.parse import urlsplit
 
 from domain.session import AgentSession as S
 from domain.sources import cited_numbers
-from domain.values import (
-    Citation,
-    CitedSource,
-    StoredBlock,
-    blocks_thinking,
-    blocks_tool_uses,
-    model_citations,
-)
+from domain.stored_blocks import StoredBlock, blocks_thinking, blocks_tool_uses, model_citations
+from domain.values import Citation, CitedSource
 from schemas import sse
 
 Turn: TypeAlias = S.UserMessageAppended | S.AssistantTurnRecorded
