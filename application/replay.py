@@ -28,7 +28,7 @@ from application.steps import UNRECORDED
 from application.tool_calls import Performed, ToolCalls
 from application.tools.registry import ToolRegistry
 from domain.budgets import BillingScope, BudgetExceeded, Spend, ThresholdCrossing
-from domain.context import content_block
+from domain.context_turns import content_block
 from domain.conversation import (
     ModelRequest,
     ModelTurn,
