@@ -25,7 +25,8 @@ from application.runner import AgentRunner
 from application.runs import internal_failure
 from application.sessions import SessionService
 from application.steps import UNRECORDED
-from application.tool_calls import Performed, ToolCalls
+from application.tool_calls import ToolCalls
+from application.tool_performing import Performed
 from application.tools.registry import ToolRegistry
 from domain.budgets import BillingScope, BudgetExceeded, Spend, ThresholdCrossing
 from domain.context_turns import content_block
