@@ -76,7 +76,8 @@ from application.ports import (
     SandboxLimits,
     TokenCounter,
 )
-from application.replay import ReplayBudgets, ReplayEngine
+from application.replay import ReplayEngine
+from application.replay_oracle import ReplayBudgets
 from application.runner import AgentRunner, EngineSettings
 from application.runs import RunScheduler
 from application.sessions import SessionService
