@@ -19,7 +19,7 @@ from typing import Protocol
 from uuid import UUID
 
 from application.ports import SlideRenderer
-from application.sessions import Receipt
+from application.receipt import Receipt
 from application.tools.create_doc import slug
 from domain import decks
 from domain.deck_fold import DeckHistory

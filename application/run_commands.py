@@ -7,9 +7,9 @@ Mixed into `SessionService`, which gets the session, calls it and saves it (`_ch
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 from uuid import UUID
 
+from application.receipt import Receipt
 from application.steps import CallsStep, ResultStep, TurnStep
 from domain.budgets import ThresholdCrossing
 from domain.conversation import ModelTurn
@@ -27,9 +27,6 @@ from domain.values import (
     SourceSeen,
     ToolResultStatus,
 )
-
-if TYPE_CHECKING:
-    from application.sessions import Receipt
 
 
 class RunCommands:

@@ -17,7 +17,8 @@ from uuid import UUID
 from application import context_snapshots
 from application.bridge import SyncBridge
 from application.ports import ContextSnapshots
-from application.sessions import Receipt, SessionService
+from application.receipt import Receipt
+from application.sessions import SessionService
 from domain.budgets import BillingScope, Spend
 from domain.context import ContextBuilder, FoldedContext
 from domain.errors import SessionNotFound

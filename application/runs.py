@@ -24,8 +24,9 @@ from uuid import UUID
 from application.bridge import SyncBridge
 from application.manual_tools import ManualTools
 from application.ports import RunDispatch, RunLocks
+from application.receipt import Receipt
 from application.runner import AgentRunner, RunEnd
-from application.sessions import Receipt, SessionService
+from application.sessions import SessionService
 from domain.errors import ClaimLost
 from domain.session import AgentSession
 from domain.values import MANUAL_PREFIX, AttachedFile

@@ -7,8 +7,8 @@ import hashlib
 from collections.abc import Callable, Sequence
 
 from application.ports import BlobStore
+from application.receipt import Receipt
 from application.run_state import RunState
-from application.sessions import Receipt
 from domain.events import SessionEvent
 from domain.session import AgentSession
 from domain.sources import NumberedSource

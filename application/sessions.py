@@ -12,6 +12,7 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError, JSONTranscoder
 from eventsourcing.utils import EnvType
 
+from application.receipt import Receipt
 from application.run_commands import RunCommands
 from application.transcodings import register_value_objects
 from domain.errors import ClaimLost, Conflict, SessionNotFound
@@ -19,16 +20,6 @@ from domain.events import SessionEvent, as_session_event
 from domain.fork import fork
 from domain.session import AgentSession
 from domain.values import AttachedFile, SessionSettings
-
-
-@dataclass(frozen=True)
-class Receipt:
-    """What a command wrote: the events, the new version and the last notification id."""
-
-    session_id: UUID
-    version: int
-    notification_id: int
-    events: tuple[SessionEvent, ...] = ()
 
 
 @dataclass

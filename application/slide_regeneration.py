@@ -20,7 +20,8 @@ from application.bridge import SyncBridge
 from application.budget_guard import BudgetGuard
 from application.decks import Changed, DeckEditor
 from application.ports import LLM, BlobStore, LLMError, TokenCounter
-from application.sessions import Receipt, SessionService
+from application.receipt import Receipt
+from application.sessions import SessionService
 from application.tools.base import input_schema
 from application.tools.slides import SlideIn
 from domain.budgets import BillingScope, Spend

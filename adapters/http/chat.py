@@ -17,8 +17,9 @@ from adapters.http.streaming import run_messages, sse_response
 from adapters.http.uploads import check_attachments
 from adapters.nats.session_feed import SessionFeed
 from application.attachments import attach
+from application.receipt import Receipt
 from application.runs import Answer, RunScheduler
-from application.sessions import Receipt, SessionService
+from application.sessions import SessionService
 from application.workspace_files import WorkspaceFiles
 from domain.session import AgentSession as S
 from domain.working_memory import WorkingMemory, fold_all

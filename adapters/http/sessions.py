@@ -18,7 +18,8 @@ from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 from adapters.http.deps import AccessDep, BridgeDep, Caller, ReadModels, SessionsDep
 from adapters.http.sse import message_of, payloads
 from application.bridge import SyncBridge
-from application.sessions import Receipt, SessionService
+from application.receipt import Receipt
+from application.sessions import SessionService
 from domain.events import SessionEvent
 from domain.session import AgentSession
 from domain.values import SessionSettings

@@ -11,20 +11,18 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeAlias, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeAlias, TypeVar
 from uuid import UUID
 
 import msgspec
 
+from application.receipt import Receipt
 from domain.conversation import ToolSpec
+from domain.events import SessionEvent
 from domain.memory_values import MemoryScope
+from domain.session import AgentSession
 from domain.sources import NumberedSource
 from domain.values import ArtifactKind, ArtifactRef, Citation, PlanItem, SkillSpec, SourceSeen
-
-if TYPE_CHECKING:  # application.sessions imports the tools (a cycle at run time)
-    from application.sessions import Receipt
-    from domain.events import SessionEvent
-    from domain.session import AgentSession
 
 
 class SessionNotes(Protocol):

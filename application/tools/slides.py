@@ -16,7 +16,7 @@ import msgspec
 from msgspec import Meta
 
 from application.decks import Changed, DeckEditor
-from application.sessions import Receipt
+from application.receipt import Receipt
 from application.tools.base import AnyTool, Tool, ToolContext
 from domain.decks import Slide
 from domain.events import SessionEvent

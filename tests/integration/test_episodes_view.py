@@ -23,7 +23,8 @@ from adapters.container import Container
 from adapters.embeddings.hashing import HashingEmbedder
 from adapters.settings import Settings
 from application.ports import Embedder
-from application.sessions import Receipt, SessionService
+from application.receipt import Receipt
+from application.sessions import SessionService
 from domain.conversation import ModelTurn, TextBlock, ToolUseBlock, Usage
 from domain.values import Citation
 from projections import episode_queries
