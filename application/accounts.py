@@ -40,6 +40,8 @@ class AccountService(Logins, Budgets):
     name = "accounts"
     # Every authenticated request reads its token family: keep them in memory.
     env = {"AGGREGATE_CACHE_MAXSIZE": "10000", "COMPRESSOR_TOPIC": ""}
+    # Memory namespaces are snapshotted by `application.memories` as they grow.
+    is_snapshotting_enabled = True
 
     def __init__(
         self,

@@ -14,6 +14,7 @@ memory of the namespace; above `duplicate_similarity` that memory is updated ins
 from __future__ import annotations
 
 import builtins
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -43,7 +44,10 @@ WAIT = 2.0  # seconds a command waits for the index to show what it wrote
 MAX_K = 100
 MAX_QUERY = 2000  # characters of a search query
 RETRIES = 3
+SNAPSHOT_INTERVAL = 500  # events between a namespace's snapshots
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -232,8 +236,27 @@ class Memories:
                 if attempt == RETRIES - 1:
                     raise Conflict("the memories changed meanwhile; try again") from None
                 continue
+            if recordings:
+                self._snapshot_now_and_then(
+                    aggregate, recordings[0].domain_event.originator_version
+                )
             return result, recordings[-1].notification.id if recordings else 0
         raise AssertionError("unreachable")
+
+    def _snapshot_now_and_then(self, aggregate: MemoryNamespace, first_saved: int) -> None:
+        """Snapshot the namespace as saved when the save crossed a multiple of the
+        interval: a process that first uses a large namespace then folds the snapshot and
+        fewer than `SNAPSHOT_INTERVAL` events, not its whole history. The snapshot is a
+        cache: one that cannot be written is only logged."""
+        if self.store.snapshots is None:
+            return
+        if aggregate.version // SNAPSHOT_INTERVAL == (first_saved - 1) // SNAPSHOT_INTERVAL:
+            return
+        try:
+            self.store.snapshots.put([MemoryNamespace.Snapshot.take(aggregate)])
+        except Exception:
+            log.warning("could not snapshot %s at version %d", aggregate.namespace,
+                        aggregate.version, exc_info=True)  # fmt: skip
 
     def _namespace(self, namespace: Namespace) -> MemoryNamespace | None:
         try:

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
+from typing import Any, cast
 from uuid import UUID, uuid5
 
-from eventsourcing.domain import Aggregate, event
+from eventsourcing.domain import Aggregate, Snapshot, event
 
 from domain.authors import Author, ByAgent, ByUser, author_of
+from domain.memory_snapshot import from_snapshot, to_snapshot
 from domain.memory_values import (
     AlreadyLearned,
     InvalidMemory,
@@ -85,6 +87,24 @@ class MemoryNamespace(ValueState, Aggregate):
         memory_id: UUID
         user_id: UUID | None
         session_id: UUID | None
+
+    class Snapshot(Snapshot):
+        """The namespace's state as plain JSON (`domain.memory_snapshot`)."""
+
+        @classmethod
+        def take(cls, aggregate: Any) -> MemoryNamespace.Snapshot:
+            taken = Snapshot.take(aggregate)
+            return cls(
+                originator_id=taken.originator_id, originator_version=taken.originator_version,
+                timestamp=taken.timestamp, topic=taken.topic, state=to_snapshot(taken.state),
+            )  # fmt: skip
+
+        def mutate(self, _: None) -> MemoryNamespace:
+            plain = Snapshot(
+                originator_id=self.originator_id, originator_version=self.originator_version,
+                timestamp=self.timestamp, topic=self.topic, state=from_snapshot(self.state),
+            )  # fmt: skip
+            return cast(MemoryNamespace, plain.mutate(None))
 
     @event(NamespaceCreated)
     def __init__(self, kind: str, scope_id: UUID, organization_id: UUID | None) -> None:

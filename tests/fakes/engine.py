@@ -166,7 +166,7 @@ def make_engine(
 
 def in_memory_memories(bridge: SyncBridge) -> Memories:
     """Long-term memory on a new in-memory store, searched with the hashing embedder."""
-    store = Application[UUID](env=IN_MEMORY)
+    store = Application[UUID](env={**IN_MEMORY, "IS_SNAPSHOTTING_ENABLED": "y"})
     return Memories(store, InMemoryMemoryIndex(store, HashingEmbedder()), bridge)
 
 

@@ -10,6 +10,8 @@ from uuid import uuid4
 
 import pytest
 
+import application.memories
+from adapters.bootstrap import in_memory_accounts
 from application.bridge import SyncBridge
 from application.memories import Memories
 from domain.authors import ByAgent, ByUser
@@ -209,3 +211,54 @@ async def test_forget_and_update_of_an_unknown_memory_are_not_found(memories: Me
         await memories.forget(ns, uuid4(), USER)
     with pytest.raises(MemoryNotFound):
         await memories.update(ns, uuid4(), USER, text="x")
+
+
+def namespace_state(ns: MemoryNamespace) -> dict[str, object]:
+    return {k: v for k, v in vars(ns).items() if k != "_pending_events"}
+
+
+def test_a_namespace_loads_from_its_snapshot_as_its_events_fold_it() -> None:
+    accounts = in_memory_accounts(jwt_secret="s" * 32)
+    assert accounts.snapshots is not None
+    ns, session = fresh(), uuid4()
+    agent = ByAgent(session)
+    kept = ns.remember("Prefers tables", "preference", MemorySource(), None, USER, NOW)
+    ns.remember("Heat pumps cut bills", "knowledge", MemorySource(session, 3), None, agent, NOW)
+    gone = ns.remember("Old office in Bonn", "history", MemorySource(document="notes.md"),
+                       NOW + timedelta(days=9), USER, NOW)  # fmt: skip
+    ns.update(kept.memory_id, agent, NOW, text="Prefers tables to charts",
+              expires_at=NOW + timedelta(days=30))  # fmt: skip
+    ns.forget(gone.memory_id, USER)
+    ns.remember("Prefers tables to charts", "preference", MemorySource(session, 5), None,
+                agent, NOW)  # fmt: skip  # only confirms: the source is noted
+    accounts.save(ns)
+    accounts.take_snapshot(ns.id)
+    [snapshot] = accounts.snapshots.get(ns.id)
+    assert isinstance(snapshot, MemoryNamespace.Snapshot)
+    loaded = accounts.repository.get(ns.id, version=ns.version)
+    assert namespace_state(loaded) == namespace_state(ns)
+    with pytest.raises(AlreadyLearned):  # the sources learned from came back too
+        loaded.remember("Forgotten fact", "knowledge", MemorySource(session, 3), None, agent, NOW)
+    # What comes after the snapshot folds onto it.
+    ns.remember("Ships on Fridays", "history", MemorySource(session, 9), None, agent, NOW)
+    accounts.save(ns)
+    assert namespace_state(accounts.repository.get(ns.id, version=ns.version)) == namespace_state(
+        ns
+    )
+
+
+async def test_a_namespace_is_snapshotted_as_it_grows_and_loads_from_it(
+    memories: Memories, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(application.memories, "SNAPSHOT_INTERVAL", 4)
+    store = memories.store
+    assert store.snapshots is not None
+    ns = Namespace("user", uuid4())
+    for n in range(9):  # versions 2..10: snapshots as versions 4 and 8 are passed
+        await memories.remember(ns, f"fact number {n} of many", "knowledge", USER,
+                                organization_id=None)  # fmt: skip
+    taken = [s.originator_version for s in store.snapshots.get(ns.aggregate_id)]
+    assert taken == [4, 8]
+    saved = store.repository.get(ns.aggregate_id)
+    loaded = store.repository.get(ns.aggregate_id, version=saved.version)
+    assert namespace_state(loaded) == namespace_state(saved)
