@@ -26,7 +26,8 @@ from datetime import datetime
 from typing import Any, cast
 from uuid import UUID, uuid5
 
-from eventsourcing.domain import Aggregate, Snapshot, event
+from eventsourcing.domain import Aggregate, event
+from eventsourcing.domain import Snapshot as AggregateSnapshot
 
 from domain.authors import Author, ByAgent, ByUser, author_of
 from domain.memory_snapshot import from_snapshot, to_snapshot
@@ -88,19 +89,19 @@ class MemoryNamespace(ValueState, Aggregate):
         user_id: UUID | None
         session_id: UUID | None
 
-    class Snapshot(Snapshot):
+    class Snapshot(AggregateSnapshot):
         """The namespace's state as plain JSON (`domain.memory_snapshot`)."""
 
         @classmethod
         def take(cls, aggregate: Any) -> MemoryNamespace.Snapshot:
-            taken = Snapshot.take(aggregate)
+            taken = AggregateSnapshot.take(aggregate)
             return cls(
                 originator_id=taken.originator_id, originator_version=taken.originator_version,
                 timestamp=taken.timestamp, topic=taken.topic, state=to_snapshot(taken.state),
             )  # fmt: skip
 
         def mutate(self, _: None) -> MemoryNamespace:
-            plain = Snapshot(
+            plain = AggregateSnapshot(
                 originator_id=self.originator_id, originator_version=self.originator_version,
                 timestamp=self.timestamp, topic=self.topic, state=from_snapshot(self.state),
             )  # fmt: skip
