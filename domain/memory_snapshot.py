@@ -14,7 +14,13 @@ from typing import Any
 from uuid import UUID
 
 from domain.authors import Author, ByAgent, ByUser
-from domain.memory_values import Memory, MemorySource, Namespace, same_text_key
+from domain.memory_values import (
+    Memory,
+    MemorySource,
+    Namespace,
+    check_category,
+    same_text_key,
+)
 
 State = dict[str, Any]
 Row = list[str | int | None]
@@ -64,7 +70,7 @@ def _memory(namespace: Namespace, row: Row, ids: _Ids) -> Memory:
     (memory_id, text, category, session, version, document, expires_at, created_at,
      created_kind, created_id, updated_at, updated_kind, updated_id, revision) = row  # fmt: skip
     return Memory(
-        ids(memory_id), namespace, str(text), category,  # type: ignore[arg-type]
+        ids(memory_id), namespace, str(text), check_category(category),
         MemorySource(ids(session) if session else None, _int(version), _str(document)),
         _parsed(expires_at), _at(created_at), _by(created_kind, ids(created_id)),
         _at(updated_at), _by(updated_kind, ids(updated_id)), int(str(revision)),

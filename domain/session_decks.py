@@ -133,13 +133,13 @@ class DeckLog(SessionLog):
     def repeat(self, e: SlideRewritten) -> None:
         """Record `e` again as it was (a replay repeats a user's regeneration)."""
         self._check_open()
-        self._record(type(e), **{f.name: getattr(e, f.name) for f in _payload(e)})
+        self.trigger_event(type(e), **{f.name: getattr(e, f.name) for f in _payload(e)})
 
     def _change(
         self, kind: type[DeckEvent], deck: dict[str, object], file: File, **change: object
     ) -> None:
         self._check_open()
-        self._record(kind, **deck, **file._asdict(), **change)
+        self.trigger_event(kind, **deck, **file._asdict(), **change)
 
 
 def _next(deck: Deck) -> dict[str, object]:

@@ -4,9 +4,10 @@ The session's events are declared on bases of `AgentSession` (one per part of a
 session's life: runs, tool calls, working memory, the engine's steering, decks), each
 a `SessionLog`. The aggregate's metaclass redefines every base's event classes on
 `AgentSession` itself, so what is stored keeps the topics
-`domain.session:AgentSession.<Name>`, which never change. A part records an event
-with `_record`, which takes the session's own class of it, never through an `@event`
-method, which would record the base's class; the event's `apply` changes the state.
+`domain.session:AgentSession.<Name>`, which never change. A part records an event by
+the session's own class of it, `self.trigger_event(self.<Name>, ...)` (through the
+instance, so the subclass), never through an `@event` method, which would record the
+base's class; the event's `apply` changes the state.
 """
 
 from __future__ import annotations
@@ -38,10 +39,6 @@ class SessionLog(Aggregate):
     # action id -> approved (a dict, not a set: snapshots are stored as JSON)
     answered_confirmations: dict[str, bool]
     source_numbers: dict[str, int]  # url -> its number, from 1
-
-    def _record(self, kind: type[Aggregate.Event], /, **fields: object) -> None:
-        """Record `kind` as the session's own class of it (`AgentSession.<Name>`)."""
-        self.trigger_event(getattr(type(self), kind.__name__), **fields)
 
     def _check_open(self) -> None:
         if self.archived:

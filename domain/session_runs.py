@@ -100,26 +100,26 @@ class RunLog(ToolLog):
         self._check_open()
         if self.active_run is not None:
             raise RunAlreadyActive(f"run {self.active_run} is still active")
-        self._record(self.RunRequested, run_id=run_id)
+        self.trigger_event(self.RunRequested, run_id=run_id)
 
     def start_run(self, run_id: UUID, worker: str) -> None:
         self._check_run(run_id)
-        self._record(self.RunStarted, run_id=run_id, worker=worker)
+        self.trigger_event(self.RunStarted, run_id=run_id, worker=worker)
 
     def complete_run(self, run_id: UUID, reason: str = "end_turn") -> None:
         self._check_run(run_id)
-        self._record(self.RunCompleted, **self._totals(run_id, reason))
+        self.trigger_event(self.RunCompleted, **self._totals(run_id, reason))
 
     def fail_run(self, run_id: UUID, reason: str, error_code: str = "RUN_FAILED") -> None:
         """End the run in failure; its tool calls without a result are marked interrupted
         (a person's own calls, outside any run, stay open)."""
         self._check_run(run_id)
         self._interrupt_calls(f"the run failed before this call finished: {reason}", "failed")
-        self._record(self.RunFailed, **self._totals(run_id, reason), error_code=error_code)
+        self.trigger_event(self.RunFailed, **self._totals(run_id, reason), error_code=error_code)
 
     def stop_run(self, run_id: UUID, reason: str = "stopped by user") -> None:
         self._check_run(run_id)
-        self._record(self.RunStopped, **self._totals(run_id, reason))
+        self.trigger_event(self.RunStopped, **self._totals(run_id, reason))
 
     def stop(self, reason: str) -> None:
         """Stop the active run; its tool calls without a result are marked interrupted."""

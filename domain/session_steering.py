@@ -88,7 +88,7 @@ class SteeringLog(SessionLog):
 
     def activate_skill(self, skill: SkillSpec, score: float, by: SkillActivation) -> None:
         self._check_open()
-        self._record(
+        self.trigger_event(
             self.SkillActivated, name=skill.name, skill_version=skill.version, score=score,
             by=by, instructions=skill.instructions,
             instructions_sha256=hashlib.sha256(skill.instructions.encode()).hexdigest(),
@@ -98,13 +98,15 @@ class SteeringLog(SessionLog):
 
     def recall_memories(self, run_id: UUID, query: str, memories: list[RecalledMemory]) -> None:
         self._check_open()
-        self._record(self.MemoriesRecalled, run_id=run_id, query=query, memories=memories)
+        self.trigger_event(self.MemoriesRecalled, run_id=run_id, query=query, memories=memories)
 
     def record_strike(self, tool: str, error_signature: str, count: int) -> None:
-        self._record(self.StrikeRecorded, tool=tool, error_signature=error_signature, count=count)
+        self.trigger_event(
+            self.StrikeRecorded, tool=tool, error_signature=error_signature, count=count
+        )
 
     def request_reboot(self, questions: list[str], iterations_without_progress: int) -> None:
-        self._record(
+        self.trigger_event(
             self.RebootRequested, questions=questions,
             iterations_without_progress=iterations_without_progress,
         )  # fmt: skip
@@ -123,7 +125,7 @@ class SteeringLog(SessionLog):
             raise InvalidCommand(f"cannot compact through version {through_version}")
         call = call or ModelTurn((), "end_turn", Usage(), "")
         usage = call.usage
-        self._record(
+        self.trigger_event(
             self.ContextCompacted, summary=summary, through_version=through_version,
             tokens_before=tokens_before, tokens_after=tokens_after, model=call.model,
             input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
@@ -143,7 +145,7 @@ class SteeringLog(SessionLog):
         spent_tokens: int,
         limit_tokens: int | None,
     ) -> None:
-        self._record(
+        self.trigger_event(
             self.BudgetThresholdReached, scope=scope, scope_id=scope_id, period=period,
             threshold=threshold, spent_usd=spent_usd, limit_usd=limit_usd,
             spent_tokens=spent_tokens, limit_tokens=limit_tokens,

@@ -79,7 +79,7 @@ class ToolLog(SessionLog):
         self._check_open()
         if tool_use_id in self.open_tool_calls:
             raise InvalidCommand(f"tool call {tool_use_id} was already requested")
-        self._record(
+        self.trigger_event(
             self.ToolCallRequested, tool_use_id=tool_use_id, tool=tool, args=args, risk=risk
         )
 
@@ -101,7 +101,7 @@ class ToolLog(SessionLog):
         unknown = [n for n in sources if not 1 <= n <= len(self.source_numbers)]
         if unknown:
             raise InvalidCommand(f"tool result shows sources {unknown} the session never saw")
-        self._record(
+        self.trigger_event(
             self.ToolResultRecorded, tool_use_id=tool_use_id, status=status, summary=summary,
             blob_ref=blob_ref, error=error, duration_ms=duration_ms, sources=list(sources),
         )  # fmt: skip
@@ -113,7 +113,7 @@ class ToolLog(SessionLog):
             raise InvalidCommand(f"no open tool call {tool_use_id}")
         if action_id in self.pending_confirmations or action_id in self.answered_confirmations:
             raise InvalidCommand(f"confirmation {action_id} was already requested")
-        self._record(
+        self.trigger_event(
             self.ConfirmationRequested, action_id=action_id, tool_use_id=tool_use_id, tool=tool,
             args=args, description=description,
         )  # fmt: skip
@@ -125,7 +125,7 @@ class ToolLog(SessionLog):
             raise ConfirmationAnswered(action_id)
         if action_id not in self.pending_confirmations:
             raise ConfirmationNotFound(action_id)
-        self._record(
+        self.trigger_event(
             self.ConfirmationGiven, action_id=action_id, approved=approved, feedback=feedback,
             by=by,
         )  # fmt: skip

@@ -81,20 +81,20 @@ class WorkLog(SessionLog):
 
     def update_plan(self, items: list[PlanItem]) -> None:
         self._check_open()
-        self._record(self.PlanUpdated, items=[PlanItem.of(i.to_json()) for i in items])
+        self.trigger_event(self.PlanUpdated, items=[PlanItem.of(i.to_json()) for i in items])
 
     def record_finding(self, text: str, citations: list[Citation]) -> None:
         self._check_open()
         if not text.strip():
             raise InvalidCommand("a finding needs text")
         checked = [Citation.of(c.to_json()) for c in citations]
-        self._record(self.FindingRecorded, text=text.strip(), citations=checked)
+        self.trigger_event(self.FindingRecorded, text=text.strip(), citations=checked)
 
     def note_progress(self, text: str) -> None:
         self._check_open()
         if not text.strip():
             raise InvalidCommand("a progress note needs text")
-        self._record(self.ProgressNoted, text=text.strip())
+        self.trigger_event(self.ProgressNoted, text=text.strip())
 
     def record_artifact(
         self,
@@ -109,7 +109,7 @@ class WorkLog(SessionLog):
         self._check_open()
         if not name.strip():
             raise InvalidCommand("an artifact needs a name")
-        self._record(
+        self.trigger_event(
             self.ArtifactCreated, kind=kind, name=name.strip(), blob_ref=blob_ref, size=size,
             sha256=sha256, media_type=media_type, tool_use_id=tool_use_id,
         )  # fmt: skip
@@ -123,7 +123,7 @@ class WorkLog(SessionLog):
             known = self.source_numbers.get(page.url)
             if known is not None and (page.via != "read" or page.blob_ref is None):
                 continue
-            self._record(
+            self.trigger_event(
                 self.SourceRecorded, number=known or len(self.source_numbers) + 1, url=page.url,
                 title=page.title, snippet=page.snippet, blob_ref=page.blob_ref, via=page.via,
                 tool_use_id=tool_use_id,
