@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from uuid import UUID
 
-from adapters.bootstrap import bootstrap, build_worker, dispatch_runs_to_workers
+from adapters.bootstrap import bootstrap
+from adapters.bootstrap.roles import build_worker, dispatch_runs_to_workers
 from adapters.embedded import EmbeddedServers, LeaseHeld
 from adapters.llm.scripted import check_llm_spec
 from adapters.loop import run as run_loop

@@ -1,6 +1,6 @@
 """What one process is made of: the store and read models, the engine, the background services.
 
-`adapters/bootstrap.py` builds these; everything else receives them.
+`adapters/bootstrap/` builds these; everything else receives them.
 """
 
 from __future__ import annotations

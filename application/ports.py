@@ -1,6 +1,6 @@
 """Ports: what the application needs from the outside world, in our own types.
 
-Adapters conform to these without inheriting from them; `adapters/bootstrap.py`
+Adapters conform to these without inheriting from them; `adapters/bootstrap/`
 picks which adapter fills each port.
 """
 

@@ -23,7 +23,8 @@ from uuid import UUID, uuid4
 import msgspec
 
 from adapters.blobs.filesystem import FilesystemBlobStore
-from adapters.bootstrap import bootstrap_engine, build_tools
+from adapters.bootstrap import bootstrap_engine
+from adapters.bootstrap.parts import build_tools
 from adapters.deltas import NullDeltaSink
 from adapters.llm.tokens import CharRatioTokenCounter
 from adapters.settings import Settings

@@ -19,7 +19,8 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from adapters.bootstrap import bootstrap, in_memory_sessions
+from adapters.bootstrap import bootstrap
+from adapters.bootstrap.in_memory import in_memory_sessions
 from adapters.container import Container
 from adapters.embedded import EmbeddedServers
 from adapters.embeddings import voyage as voyage_embeddings

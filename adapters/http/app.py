@@ -17,7 +17,7 @@ from litestar.di import Provide
 from litestar.middleware import DefineMiddleware
 from litestar.types import ControllerRouterHandler
 
-from adapters.bootstrap import recover_runs
+from adapters.bootstrap.roles import recover_runs
 from adapters.container import Container
 from adapters.http import log_redaction
 from adapters.http.artifact_lookup import ArtifactLookup

@@ -3,7 +3,7 @@
 Arguments are a msgspec Struct: its JSON Schema is what the model sees, and the same
 Struct validates what the model sent (a mismatch is a kept failure, not a crash).
 A tool that needs the outside world takes its port in `__init__`; the composition
-root (`adapters/bootstrap.py`) builds the instances and hands them to the registry.
+root (`adapters/bootstrap/`) builds the instances and hands them to the registry.
 """
 
 from __future__ import annotations

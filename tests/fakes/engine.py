@@ -12,7 +12,9 @@ import msgspec
 from eventsourcing.application import Application
 
 from adapters.blobs.filesystem import FilesystemBlobStore
-from adapters.bootstrap import IN_MEMORY, bootstrap_engine, build_tools, in_memory_files
+from adapters.bootstrap import bootstrap_engine
+from adapters.bootstrap.in_memory import IN_MEMORY, in_memory_files
+from adapters.bootstrap.parts import build_tools
 from adapters.embeddings import HashingEmbedder
 from adapters.llm.scripted import ScriptedLLM
 from adapters.llm.tokens import CharRatioTokenCounter

@@ -19,7 +19,9 @@ from uuid import UUID
 
 import msgspec
 
-from adapters.bootstrap import bootstrap, build_tools, recover_runs
+from adapters.bootstrap import bootstrap
+from adapters.bootstrap.parts import build_tools
+from adapters.bootstrap.roles import recover_runs
 from adapters.deltas import NullDeltaSink
 from adapters.llm.scripted import ScriptedLLM
 from adapters.settings import Settings

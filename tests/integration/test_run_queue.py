@@ -16,13 +16,9 @@ import nats
 import pytest
 from eventsourcing.persistence import OperationalError
 
-from adapters.bootstrap import (
-    bootstrap,
-    build_tools,
-    build_worker,
-    dispatch_runs_to_workers,
-    replay_engine,
-)
+from adapters.bootstrap import bootstrap, replay_engine
+from adapters.bootstrap.parts import build_tools
+from adapters.bootstrap.roles import build_worker, dispatch_runs_to_workers
 from adapters.deltas import NullDeltaSink
 from adapters.llm.scripted import ScriptedLLM
 from adapters.nats.run_queue import RunQueue

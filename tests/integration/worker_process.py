@@ -15,7 +15,9 @@ import asyncio
 import sys
 from pathlib import Path
 
-from adapters.bootstrap import bootstrap, build_tools, build_worker
+from adapters.bootstrap import bootstrap
+from adapters.bootstrap.parts import build_tools
+from adapters.bootstrap.roles import build_worker
 from adapters.deltas import NullDeltaSink
 from adapters.llm.scripted import ScriptedLLM
 from adapters.settings import Settings

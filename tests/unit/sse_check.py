@@ -9,7 +9,7 @@ from uuid import UUID, uuid4
 
 import jsonschema_rs
 
-from adapters.bootstrap import in_memory_sessions
+from adapters.bootstrap.in_memory import in_memory_sessions
 from application.sessions import SessionService
 from domain.budgets import ThresholdCrossing
 from domain.conversation import (

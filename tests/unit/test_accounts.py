@@ -11,7 +11,7 @@ import jwt
 import pytest
 from argon2 import PasswordHasher
 
-from adapters.bootstrap import in_memory_accounts
+from adapters.bootstrap.in_memory import in_memory_accounts
 from application.accounts import AccountService, Registration
 from application.tokens import Claims
 from domain.account_errors import (

@@ -9,7 +9,8 @@ from uuid import uuid4
 import pytest
 from argon2 import PasswordHasher
 
-from adapters.bootstrap import in_memory_accounts, load_price_table
+from adapters.bootstrap.in_memory import in_memory_accounts
+from adapters.bootstrap.parts import load_price_table
 from adapters.settings import Settings
 from domain.account_errors import BudgetNotFound, Forbidden
 from domain.budgets import Budget, BudgetLimits, Spend

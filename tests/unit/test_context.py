@@ -8,7 +8,7 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from adapters.bootstrap import in_memory_sessions
+from adapters.bootstrap.in_memory import in_memory_sessions
 from adapters.llm.anthropic_wire import to_wire
 from domain.context import ContextFrame, build_request
 from domain.conversation import (

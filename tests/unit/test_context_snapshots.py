@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from uuid import UUID, uuid4
 
-from adapters.bootstrap import in_memory_sessions
+from adapters.bootstrap.in_memory import in_memory_sessions
 from application import context_snapshots
 from application.bridge import SyncBridge
 from application.context_snapshots import InMemoryContextSnapshots

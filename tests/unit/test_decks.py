@@ -95,6 +95,6 @@ def test_every_version_of_a_deck_folds_from_the_log(sessions: SessionService) ->
 
 @pytest.fixture
 def sessions() -> SessionService:
-    from adapters.bootstrap import in_memory_sessions
+    from adapters.bootstrap.in_memory import in_memory_sessions
 
     return in_memory_sessions()

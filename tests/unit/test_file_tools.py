@@ -11,7 +11,7 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from adapters.bootstrap import build_tools
+from adapters.bootstrap.parts import build_tools
 from adapters.documents.pdf import ReportLabDocumentRenderer
 from adapters.settings import Settings
 from application.tools.base import ToolContext

@@ -11,7 +11,7 @@ from uuid import uuid4
 import pytest
 
 import application.memories
-from adapters.bootstrap import in_memory_accounts
+from adapters.bootstrap.in_memory import in_memory_accounts
 from application.bridge import SyncBridge
 from application.memories import Memories
 from domain.authors import ByAgent, ByUser

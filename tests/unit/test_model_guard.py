@@ -9,7 +9,7 @@ import anthropic
 import httpx2
 import pytest
 
-from adapters.bootstrap import build_llm
+from adapters.bootstrap.parts import build_llm
 from adapters.llm import anthropic as anthropic_llm
 from adapters.llm.anthropic import AnthropicLLM, ModelRequestsForbidden
 from adapters.settings import Settings

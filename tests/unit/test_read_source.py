@@ -11,7 +11,7 @@ from pathlib import Path
 from uuid import UUID
 
 from adapters.blobs.filesystem import FilesystemBlobStore
-from adapters.bootstrap import build_tools
+from adapters.bootstrap.parts import build_tools
 from adapters.settings import Settings
 from application.ports import Page, SearchHit, SearchQuery
 from application.tools.base import AnyTool

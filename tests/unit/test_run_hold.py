@@ -7,7 +7,7 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from adapters.bootstrap import in_memory_sessions
+from adapters.bootstrap.in_memory import in_memory_sessions
 from application.bridge import SyncBridge
 from application.sessions import SessionService
 from domain.errors import ClaimLost

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.bootstrap import build_llm
+from adapters.bootstrap.parts import build_llm
 from adapters.llm.scripted import ScriptedLLM, ScriptError, load_llm_spec
 from adapters.llm.unconfigured import UnconfiguredLLM
 from adapters.settings import Settings

@@ -6,7 +6,7 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from adapters.bootstrap import in_memory_sessions
+from adapters.bootstrap.in_memory import in_memory_sessions
 from application.sessions import SessionService
 from domain.conversation import ModelTurn, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from domain.errors import (

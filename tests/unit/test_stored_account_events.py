@@ -11,7 +11,7 @@ from uuid import UUID
 import pytest
 from eventsourcing.persistence import StoredEvent
 
-from adapters.bootstrap import in_memory_accounts
+from adapters.bootstrap.in_memory import in_memory_accounts
 from application.accounts import AccountService
 from domain.accounts import AccountEvent, Organization, TokenFamily, User
 

@@ -18,7 +18,7 @@ import pytest
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.utils import get_topic
 
-from adapters.bootstrap import in_memory_sessions
+from adapters.bootstrap.in_memory import in_memory_sessions
 from adapters.http.sse import payloads
 from application.sessions import SessionService
 from domain.context import ContextFrame, build_request

@@ -13,7 +13,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from adapters.bootstrap import bootstrap_engine, build_tools
+from adapters.bootstrap import bootstrap_engine
+from adapters.bootstrap.parts import build_tools
 from adapters.llm.scripted import ScriptedLLM
 from adapters.llm.tokens import CharRatioTokenCounter
 from adapters.settings import Settings

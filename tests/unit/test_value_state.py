@@ -17,7 +17,7 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from uuid import UUID, uuid4
 
-from adapters.bootstrap import in_memory_sessions
+from adapters.bootstrap.in_memory import in_memory_sessions
 from domain.authors import ByUser
 from domain.memories import MemoryNamespace
 from domain.memory_values import MemorySource, Namespace
