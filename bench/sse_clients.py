@@ -31,22 +31,19 @@ import httpx
 
 from adapters.embedded_nats import nats_server_binary
 from bench.api_harness import (
-    Commit,
     CpuWindow,
     Stack,
-    Watcher,
     api_stack,
     cpu_seconds,
     create_sessions,
-    delays_ms,
     free_port,
     machine,
-    produce,
     raised_limits,
     register,
     rss_kib,
 )
 from bench.harness import percentile
+from bench.sse_watch import Commit, Watcher, delays_ms, produce
 
 SETTLE = 2.0  # seconds: let the server finish opening streams / delivering
 

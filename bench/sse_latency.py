@@ -20,16 +20,14 @@ import httpx
 
 from bench.api_harness import (
     CpuWindow,
-    Watcher,
     api_stack,
     create_sessions,
-    delays_ms,
     machine,
-    produce,
     raised_limits,
     register,
 )
 from bench.harness import percentile
+from bench.sse_watch import Watcher, delays_ms, produce
 
 WARM_UP = 2.0  # seconds of events first, not counted
 SETTLE = 1.0  # seconds allowed for the last events to arrive
