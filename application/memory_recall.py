@@ -126,12 +126,14 @@ class RunMemory:
         if self.auto is not None and remembered_request(asked.text) is not None:
             self._keep_later(self.auto, scope, state, [asked])
 
-    def at_end(self, state: RunState) -> None:
+    async def at_end(self, state: RunState) -> None:
         """Findings this run recorded with sources become the workspace's knowledge: in
         the background, so the session's next run never waits for them."""
         scope, auto = state.ledger.memory_scope, self.auto
-        findings = [e for e in state.this_run() if isinstance(e, S.FindingRecorded)]
-        if auto is None or scope is None or not findings:
+        if auto is None or scope is None:
+            return
+        findings = [e for e in await state.this_run() if isinstance(e, S.FindingRecorded)]
+        if not findings:
             return
         self._keep_later(auto, scope, state, findings)
 

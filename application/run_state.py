@@ -2,9 +2,11 @@
 
 Every command goes through here, and the events it recorded are folded into the
 local log, the ledger and the context at once, so the next request is built from
-exactly what is stored, without reading the log again. A run starts from the newest
-snapshot of the folded state and the events after it (`application/context_snapshots`),
-and keeps one every `snapshot_every` events and at each compaction.
+exactly what is stored, without reading the log again. A run starts from the fold the
+session's last run in this process ended with (`application/warm_contexts`), or else
+from the newest stored snapshot of the folded state (`application/context_snapshots`),
+and the events after it; it keeps one every `snapshot_every` events and at each
+compaction.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from application.bridge import SyncBridge
 from application.ports import ContextSnapshots
 from application.receipt import Receipt
 from application.sessions import SessionService
+from application.warm_contexts import Warm, WarmContexts
 from domain.budgets import BillingScope, Spend
 from domain.context import ContextBuilder, FoldedContext
 from domain.errors import SessionNotFound
@@ -41,6 +44,7 @@ class RunState:
     bridge: SyncBridge
     snapshots: ContextSnapshots | None = None
     snapshot_every: int = 100
+    warm: WarmContexts | None = None  # folds handed from one run of a session to the next
     # The events read (all of them, or those after a snapshot) and those recorded since.
     log: list[SessionEvent] = field(default_factory=list)
     version: int = 0  # of the session, as far as this run has folded it
@@ -55,6 +59,15 @@ class RunState:
     _in_step: bool = True  # no one else wrote between our commands (else no snapshots)
 
     async def load(self) -> None:
+        warm = self.warm.take(self.session_id) if self.warm is not None else None
+        if warm is not None:
+            self.log = await self.bridge(_tail, self.sessions, self.session_id, warm.version)
+            self.ledger, self._folded = warm.ledger, warm.context
+            self._log_from, self._snapshot_at = warm.version, warm.snapshot_at
+            for e in self.log:
+                self.ledger.apply(e)
+            self.version = self.log[-1].originator_version if self.log else warm.version
+            return
         loaded = await self.bridge(_load, self.sessions, self.session_id, self.snapshots)
         self.log = loaded.tail
         if loaded.folded is None:
@@ -94,12 +107,23 @@ class RunState:
                     return e
         return None
 
-    def this_run(self) -> list[SessionEvent]:
-        """The events this run recorded, as far as the log read holds them."""
-        for i, e in enumerate(self.log):
-            if isinstance(e, S.RunStarted) and e.run_id == self.run_id:
-                return self.log[i:]
+    async def this_run(self) -> list[SessionEvent]:
+        """The events this run recorded (the whole log is read if the run started from a
+        fold taken after its start: a run resumed after an approval)."""
+        for log in (self.log, await self.full_log()):
+            for i, e in enumerate(log):
+                if isinstance(e, S.RunStarted) and e.run_id == self.run_id:
+                    return log[i:]
         return []
+
+    def hand_over(self) -> None:
+        """Leave the fold to the session's next run in this process, if it is exact: this
+        state is not used again."""
+        if self.warm is None or self.context is None or not self._in_step:
+            return
+        folded = self.context.folded()
+        self.warm.keep(self.session_id, Warm(self.version, self._snapshot_at, self.ledger, folded))
+        self.context = None
 
     async def record(
         self, command: Callable[P, Receipt], *args: P.args, **kwargs: P.kwargs
@@ -167,6 +191,10 @@ def _load(
     if folded is None and not tail:
         raise SessionNotFound(session_id)  # a session has at least the event that started it
     return _Loaded(folded, tail)
+
+
+def _tail(sessions: SessionService, session_id: UUID, after: int) -> list[SessionEvent]:
+    return list(sessions.session_events(session_id, after=after))
 
 
 def _head(sessions: SessionService, session_id: UUID, through: int) -> list[SessionEvent]:

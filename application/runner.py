@@ -35,6 +35,7 @@ from application.skills.service import Skills
 from application.steps import UNRECORDED, TurnStep
 from application.tool_calls import ToolCalls
 from application.tools.registry import ToolRegistry
+from application.warm_contexts import WarmContexts
 from domain.budgets import BudgetExceeded, Spend, ThresholdCrossing
 from domain.context import ContextBuilder, ContextFrame, fold_messages
 from domain.conversation import (
@@ -130,13 +131,15 @@ class AgentRunner:
         self.worker = worker or this_worker()
         self.snapshots = snapshots
         self.memory = memory
+        self.warm = WarmContexts()
 
     async def run(self, session_id: UUID, run_id: UUID, *, recovering: bool = False) -> RunEnd:
         """Run until the run ends or waits for a human; say which."""
         state = self.state_of(session_id, run_id)
         end = await self._run(state, session_id, run_id, recovering)
         if end != "not_active" and self.memory is not None:
-            self.memory.at_end(state)
+            await self.memory.at_end(state)
+        state.hand_over()
         return end
 
     async def _run(
@@ -188,7 +191,7 @@ class AgentRunner:
         """A run's state, reading and keeping snapshots of the folded log if configured."""
         return RunState(
             session_id, run_id, self.sessions, self.bridge, self.snapshots,
-            self.settings.snapshot_every,
+            self.settings.snapshot_every, self.warm,
         )  # fmt: skip
 
     def frame(self, settings: SessionSettings) -> ContextFrame:

@@ -1,0 +1,113 @@
+"""A run hands its fold of the session to the session's next run in the same process,
+which then reads only the events after it and builds exactly what a fold of the whole
+log builds; a fold that may have missed an event is never handed over."""
+
+from __future__ import annotations
+
+from uuid import UUID, uuid4
+
+from adapters.bootstrap.in_memory import in_memory_sessions
+from application.bridge import SyncBridge
+from application.context_snapshots import InMemoryContextSnapshots
+from application.run_state import RunState
+from application.sessions import SessionService
+from application.warm_contexts import Warm, WarmContexts
+from domain.context import ContextBuilder, FoldedContext
+from domain.ledger import Ledger
+from domain.session import AgentSession as S
+from tests.fakes.long_session import start, step
+from tests.unit.test_context_snapshots import FRAME, answers, full_fold, run_steps
+
+
+async def started(
+    sessions: SessionService, bridge: SyncBridge, warm: WarmContexts, sid: UUID, run_id: UUID
+) -> RunState:
+    state = RunState(sid, run_id, sessions, bridge, InMemoryContextSnapshots(), 100, warm)
+    await state.load()
+    state.follow(ContextBuilder(FRAME))
+    return state
+
+
+async def test_the_next_run_reads_only_the_events_after_the_last_run_and_folds_the_same() -> None:
+    sessions, bridge, warm = in_memory_sessions(), SyncBridge(2), WarmContexts()
+    try:
+        sid, run_id = start(sessions)
+        for i in range(8):  # sources, a plan, a failure, a skill, a compaction
+            step(sessions, sid, run_id, i, compact_every=5)
+        first = await started(sessions, bridge, warm, sid, run_id)
+        await run_steps(first, sessions, run_id, 3)
+        await first.record(sessions.complete_run, sid, run_id)
+        first.hand_over()
+        assert len(warm) == 1 and first.context is None
+
+        for n in range(3):  # message after message, each run taking the last one's fold
+            run_id = uuid4()
+            sessions.submit_message(sid, f"and now {n}?", run_id)
+            state = await started(sessions, bridge, warm, sid, run_id)
+            assert len(warm) == 0  # taken, not shared
+            assert [type(e) for e in state.log] == [S.UserMessageAppended, S.RunRequested]
+            events = list(sessions.session_events(sid))
+            assert state.version == len(events)
+            assert state.context is not None
+            assert state.context.request_and_estimate() == full_fold(events)
+            assert answers(state.ledger, run_id) == answers(Ledger.of(events), run_id)
+            assert await state.last_user_message() == f"and now {n}?"
+            await state.record(sessions.start_run, sid, run_id, "test-worker")
+            await run_steps(state, sessions, run_id, 2)
+            await state.record(sessions.complete_run, sid, run_id)
+            state.hand_over()
+        events = list(sessions.session_events(sid))
+        again = await started(sessions, bridge, warm, sid, run_id)
+        assert again.log == [] and again.version == len(events)
+        assert len(await again.full_log()) == len(events)
+    finally:
+        bridge.close()
+
+
+async def test_a_fold_that_missed_another_writers_event_is_not_handed_over() -> None:
+    sessions, bridge, warm = in_memory_sessions(), SyncBridge(2), WarmContexts()
+    try:
+        sid, run_id = start(sessions)
+        state = await started(sessions, bridge, warm, sid, run_id)
+        await run_steps(state, sessions, run_id, 1)
+        sessions.rename_session(sid, "renamed while the run works")  # not in this run's fold
+        await run_steps(state, sessions, run_id, 1)
+        state.hand_over()
+        assert len(warm) == 0
+
+        cold = await started(sessions, bridge, warm, sid, run_id)
+        events = list(sessions.session_events(sid))
+        assert len(cold.log) == len(events)
+        assert cold.context is not None and cold.context.request_and_estimate() == full_fold(events)
+    finally:
+        bridge.close()
+
+
+async def test_a_run_resumed_from_a_fold_taken_after_its_start_still_sees_its_own_events() -> None:
+    sessions, bridge, warm = in_memory_sessions(), SyncBridge(2), WarmContexts()
+    try:
+        sid, run_id = start(sessions)
+        first = await started(sessions, bridge, warm, sid, run_id)
+        await first.record(sessions.record_finding, sid, "Heat pumps work at -20 C.", [])
+        first.hand_over()  # as a run that waits for an approval
+        resumed = await started(sessions, bridge, warm, sid, run_id)
+        assert resumed.log == []
+        mine = await resumed.this_run()
+        assert isinstance(mine[0], S.RunStarted) and mine[0].run_id == run_id
+        assert any(isinstance(e, S.FindingRecorded) for e in mine)
+    finally:
+        bridge.close()
+
+
+def test_only_the_newest_fold_of_the_most_recent_sessions_is_kept() -> None:
+    warm = WarmContexts(capacity=2)
+    a, b, c = uuid4(), uuid4(), uuid4()
+    newer = Warm(9, 0, Ledger(), FoldedContext())
+    warm.keep(a, newer)
+    warm.keep(a, Warm(5, 0, Ledger(), FoldedContext()))  # a late run's older fold
+    warm.keep(b, Warm(3, 0, Ledger(), FoldedContext()))
+    warm.keep(c, Warm(4, 0, Ledger(), FoldedContext()))  # a was used least recently
+    assert len(warm) == 2 and warm.take(a) is None
+    assert warm.take(b) is not None and warm.take(b) is None
+    warm.keep(a, newer)
+    assert warm.take(a) is newer
