@@ -101,20 +101,18 @@ class RunState:
         return message.text if message is not None else ""
 
     async def last_user_event(self) -> S.UserMessageAppended | None:
-        for log in (self.log, await self.full_log()):
-            for e in reversed(log):
-                if isinstance(e, S.UserMessageAppended):
-                    return e
-        return None
+        found = _last_user_event(self.log)
+        if found is None and self._log_from:  # said before the fold the run started from
+            found = _last_user_event(await self.full_log())
+        return found
 
     async def this_run(self) -> list[SessionEvent]:
         """The events this run recorded (the whole log is read if the run started from a
         fold taken after its start: a run resumed after an approval)."""
-        for log in (self.log, await self.full_log()):
-            for i, e in enumerate(log):
-                if isinstance(e, S.RunStarted) and e.run_id == self.run_id:
-                    return log[i:]
-        return []
+        mine = _from_start_of(self.run_id, self.log)
+        if mine is None and self._log_from:
+            mine = _from_start_of(self.run_id, await self.full_log())
+        return mine or []
 
     def hand_over(self) -> None:
         """Leave the fold to the session's next run in this process, if it is exact: this
@@ -199,3 +197,14 @@ def _tail(sessions: SessionService, session_id: UUID, after: int) -> list[Sessio
 
 def _head(sessions: SessionService, session_id: UUID, through: int) -> list[SessionEvent]:
     return list(sessions.session_events(session_id, limit=through))
+
+
+def _last_user_event(log: list[SessionEvent]) -> S.UserMessageAppended | None:
+    return next((e for e in reversed(log) if isinstance(e, S.UserMessageAppended)), None)
+
+
+def _from_start_of(run_id: UUID, log: list[SessionEvent]) -> list[SessionEvent] | None:
+    for i, e in enumerate(log):
+        if isinstance(e, S.RunStarted) and e.run_id == run_id:
+            return log[i:]
+    return None

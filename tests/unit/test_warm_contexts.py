@@ -55,6 +55,9 @@ async def test_the_next_run_reads_only_the_events_after_the_last_run_and_folds_t
             await state.record(sessions.start_run, sid, run_id, "test-worker")
             await run_steps(state, sessions, run_id, 2)
             await state.record(sessions.complete_run, sid, run_id)
+            mine = await state.this_run()
+            assert isinstance(mine[0], S.RunStarted) and len(mine) == 8
+            assert len(state.log) == 10  # what it asked was in the tail: no read of the head
             state.hand_over()
         events = list(sessions.session_events(sid))
         again = await started(sessions, bridge, warm, sid, run_id)
