@@ -13,13 +13,14 @@ import asyncio
 import os
 import socket
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Literal
 from uuid import UUID
 
 from application.bridge import SyncBridge
 from application.budget_guard import BudgetGuard, NoBudgets
+from application.engine_settings import COMPACTION_PROMPT, EngineSettings, frame_of
 from application.memory_recall import RunMemory
 from application.ports import (
     LLM,
@@ -62,37 +63,6 @@ def _expired(since: datetime, seconds: int | None) -> bool:
 def this_worker() -> str:
     """Who runs the loop, as `RunStarted` records it: this host and process."""
     return f"{socket.gethostname()}:{os.getpid()}"
-
-
-SYSTEM_PROMPT = """You are TokenDance, an autonomous agent that works for the user step by step.
-
-Rules:
-- Plan first: keep a short plan with update_plan, and mark each step done when it is.
-- Record what you learn with record_finding, with its sources (url and title).
-- Note what you did, and what failed, with note_progress.
-- A tool error stays in the conversation: read it, and do not repeat the same failing call.
-- When the task is done, answer the user directly, citing your sources."""
-
-COMPACTION_PROMPT = (
-    "Summarize the conversation so far for yourself, to continue the task from it: the "
-    "user's goal, the plan and its status, every finding with its sources, what was "
-    "tried and failed, and what remains. Be complete and concise."
-)
-
-
-@dataclass(frozen=True)
-class EngineSettings:
-    """Limits and defaults of the loop (a session's settings may narrow them)."""
-
-    model: str | None = None
-    max_tokens: int | None = None
-    context_window: int = 200_000
-    max_iterations: int = 30
-    reboot_after: int = 8
-    thinking_budget: int = 0
-    system_prompt: str = SYSTEM_PROMPT
-    cache_ttl: CacheTtl = "5m"
-    snapshot_every: int = 100  # events between snapshots of a run's folded log
 
 
 class AgentRunner:
@@ -196,25 +166,8 @@ class AgentRunner:
 
     def frame(self, settings: SessionSettings) -> ContextFrame:
         """The frozen part of every request of a session."""
-        system = self.settings.system_prompt
-        if settings.allowed_tools is not None:
-            allowed = ", ".join(settings.allowed_tools)
-            system += f"\n\nIn this session you may only use these tools: {allowed}"
-        model = settings.model or self.settings.model
         catalog = self.skills.catalog() if self.skills is not None else ""
-        if catalog:
-            system += f"\n\n{catalog}"
-        specs = self.tools.specs()
-        if settings.allowed_tools is not None:  # the others would only be refused
-            specs = tuple(s for s in specs if s.name in settings.allowed_tools)
-        return ContextFrame(
-            system=system,
-            tools=specs,
-            model=str(model) if model else None,
-            max_tokens=self.settings.max_tokens,
-            thinking_budget=self.settings.thinking_budget,
-            cache_ttl=self.settings.cache_ttl,
-        )
+        return frame_of(self.settings, settings, self.tools.specs(), catalog)
 
     def _limit_reached(self, state: RunState) -> str | None:
         limit = state.settings.max_iterations

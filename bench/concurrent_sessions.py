@@ -19,7 +19,7 @@ from pathlib import Path
 
 from adapters.llm.scripted import ScriptedLLM
 from application.bridge import SyncBridge
-from application.runner import EngineSettings
+from application.engine_settings import EngineSettings
 from application.sessions import SessionService
 from bench.engine_harness import StepClock, build_engine
 from bench.harness import bench_system, cores, median, percentile

@@ -29,8 +29,9 @@ from adapters.deltas import NullDeltaSink
 from adapters.llm.tokens import CharRatioTokenCounter
 from adapters.settings import Settings
 from application.bridge import SyncBridge
+from application.engine_settings import EngineSettings
 from application.ports import LLM
-from application.runner import AgentRunner, EngineSettings, RunEnd
+from application.runner import AgentRunner, RunEnd
 from application.runs import RunScheduler
 from application.sessions import SessionService
 from application.tools.base import AnyTool, Tool, ToolContext, ToolOutput

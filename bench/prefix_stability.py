@@ -31,7 +31,7 @@ from pathlib import Path
 from adapters.llm.anthropic_wire import to_wire
 from adapters.llm.scripted import ScriptedLLM
 from adapters.llm.tokens import TiktokenCounter
-from application.runner import EngineSettings
+from application.engine_settings import EngineSettings
 from bench.engine_harness import build_engine
 from bench.harness import cores
 from domain.conversation import (

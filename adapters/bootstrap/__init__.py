@@ -53,6 +53,7 @@ from application.bridge import SyncBridge
 from application.budget_guard import BudgetEnforcer, BudgetGuard
 from application.context_snapshots import InMemoryContextSnapshots
 from application.decks import DeckEditor
+from application.engine_settings import EngineSettings
 from application.manual_tools import ManualTools
 from application.memories import Memories
 from application.memory_access import MemoryAccess
@@ -60,7 +61,7 @@ from application.memory_recall import MemoryRecall, RunMemory
 from application.ports import LLM, BlobStore, ContextSnapshots, DeltaSink, RunLocks, TokenCounter
 from application.replay import ReplayEngine
 from application.replay_oracle import ReplayBudgets
-from application.runner import AgentRunner, EngineSettings
+from application.runner import AgentRunner
 from application.runs import RunScheduler
 from application.sessions import SessionService
 from application.skills.service import Skills

@@ -23,6 +23,7 @@ from adapters.web.page_reader import HttpPageReader
 from adapters.web.url_guard import AllowList
 from adapters.web_search import build_web_search
 from application.decks import DeckEditor
+from application.engine_settings import EngineSettings
 from application.memories import Memories
 from application.memory_access import MemoryAccess
 from application.ports import (
@@ -33,7 +34,6 @@ from application.ports import (
     Sandbox,
     SandboxLimits,
 )
-from application.runner import EngineSettings
 from application.skills import SkillMatcher, SkillRegistry, builtin_skills_dir
 from application.skills.service import Skills
 from application.tools.activate_skill import ActivateSkill

@@ -20,9 +20,10 @@ from adapters.llm.scripted import ScriptedLLM
 from adapters.llm.tokens import CharRatioTokenCounter
 from adapters.settings import Settings
 from application.bridge import SyncBridge
+from application.engine_settings import EngineSettings
 from application.memories import Memories
 from application.ports import LLM, ToolExecutionError
-from application.runner import AgentRunner, EngineSettings
+from application.runner import AgentRunner
 from application.runs import RunScheduler
 from application.sessions import SessionService
 from application.tools.base import AnyTool, Tool, ToolContext

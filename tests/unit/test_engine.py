@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from application.engine_settings import EngineSettings
 from application.ports import LLMError, LLMOverloaded
-from application.runner import EngineSettings
 from application.tool_calls import action_id_for
 from domain.conversation import ModelRequest, ToolResultBlock
 from domain.errors import ConfirmationAnswered, ConfirmationNotFound

@@ -25,8 +25,8 @@ from adapters.telemetry import (
     traced_tools,
     tracer_provider_from_env,
 )
+from application.engine_settings import EngineSettings
 from application.ports import LLMRateLimited
-from application.runner import EngineSettings
 from application.tools.registry import ToolRegistry
 from domain.conversation import (
     SESSION_KEY,
