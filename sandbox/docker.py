@@ -17,17 +17,15 @@ import asyncio
 import contextlib
 import math
 import os
-import signal
 import tempfile
-import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import docker
 import requests
-from docker.errors import APIError, DockerException, ImageNotFound
+from docker.errors import DockerException, ImageNotFound
 from docker.models.containers import Container
 from docker.types import LogConfig, Mount, Ulimit
 
@@ -35,7 +33,8 @@ from sandbox import workdir
 
 # _BRIDGE: the bubblewrap runner's loopback-to-proxy-socket bridge, used as it is.
 from sandbox.command import _BRIDGE, PASSED_ON, PROXY_PORT, PROXY_SOCKET
-from sandbox.limits import ended_by, exit_code
+from sandbox.container_run import KILLED_WAIT_SECONDS, Ended, all_of, pumped, watch
+from sandbox.limits import exit_code
 from sandbox.output import CappedStream
 from sandbox.proxy import FilteringProxy, Resolver, public_addresses
 from sandbox.uids import HostUids
@@ -50,7 +49,6 @@ from schemas.sandbox import (
 DEFAULT_IMAGE = "tokendance-sandbox:latest"
 WORK_DIR = "/work"
 STDIN_PATH = "/run/stdin"
-KILLED_WAIT_SECONDS = 30.0  # how long a killed container may take to be reported ended
 # podman gives a container a million processes unless told, which an engine without
 # CAP_SYS_RESOURCE cannot set; the pids cgroup is what caps a run's processes.
 NPROC_CEILING = 4096
@@ -201,7 +199,7 @@ class DockerSandbox:
             **{name: os.environ[name] for name in PASSED_ON if name in os.environ},
         }
 
-    async def _supervise(self, container: Container, run: SandboxRun, work: Path) -> _Ended:
+    async def _supervise(self, container: Container, run: SandboxRun, work: Path) -> Ended:
         """Starts the container and reads its output until it ends or a limit kills it."""
         loop = asyncio.get_running_loop()
         out, err = CappedStream(run.limits.output_bytes), CappedStream(run.limits.output_bytes)
@@ -212,14 +210,14 @@ class DockerSandbox:
         started = time.monotonic()
         try:
             await asyncio.to_thread(container.start)
-            pump = _pumped(stream, loop, out_pipe, err_pipe)
-            finished = asyncio.ensure_future(_all(pump, out.drain(out_pipe), err.drain(err_pipe)))
+            pump = pumped(stream, loop, out_pipe, err_pipe)
+            finished = asyncio.ensure_future(all_of(pump, out.drain(out_pipe), err.drain(err_pipe)))
             reasons: dict[Awaitable[None], SandboxLimit] = {
                 out.flooded(): "output",
                 err.flooded(): "output",
                 workdir.over_quota(work, run.files, self.work_bytes, self.work_files): "file_size",
             }
-            killed_for = await _watch(container, finished, reasons, run.limits.wall_seconds)
+            killed_for = await watch(container, finished, reasons, run.limits.wall_seconds)
         finally:
             stream.close()
         status = (await asyncio.to_thread(container.wait, timeout=KILLED_WAIT_SECONDS))[
@@ -227,7 +225,7 @@ class DockerSandbox:
         ]
         duration_ms = int((time.monotonic() - started) * 1000)
         await asyncio.to_thread(container.reload)
-        return _Ended(
+        return Ended(
             code=exit_code(status),
             oom_killed=bool(container.attrs.get("State", {}).get("OOMKilled")),
             killed_for=killed_for,
@@ -301,121 +299,3 @@ def _ulimits(limits: SandboxLimits) -> list[Ulimit]:
         Ulimit(name="nproc", soft=NPROC_CEILING, hard=NPROC_CEILING),
         Ulimit(name="core", soft=0, hard=0),  # no core files in the work directory
     ]
-
-
-def _pump(
-    stream: Iterator[tuple[bytes | None, bytes | None]],
-    loop: asyncio.AbstractEventLoop,
-    out: asyncio.StreamReader,
-    err: asyncio.StreamReader,
-) -> None:
-    """Hands the container's output to the event loop as it comes, until it ends."""
-    try:
-        for out_chunk, err_chunk in stream:
-            if out_chunk:
-                loop.call_soon_threadsafe(out.feed_data, out_chunk)
-            if err_chunk:
-                loop.call_soon_threadsafe(err.feed_data, err_chunk)
-    finally:
-        loop.call_soon_threadsafe(out.feed_eof)
-        loop.call_soon_threadsafe(err.feed_eof)
-
-
-def _pumped(
-    stream: Iterator[tuple[bytes | None, bytes | None]],
-    loop: asyncio.AbstractEventLoop,
-    out: asyncio.StreamReader,
-    err: asyncio.StreamReader,
-) -> asyncio.Future[None]:
-    """`_pump` on a thread of its own, done when the output ends. Not the loop's
-    executor: a pump holds its thread for the whole run, and a few concurrent runs
-    would take every thread from the engine calls, the kills among them."""
-    done: asyncio.Future[None] = loop.create_future()
-
-    def settle(error: BaseException | None) -> None:
-        if done.done():  # the run was given up
-            return
-        if error is None:
-            done.set_result(None)
-        else:
-            done.set_exception(error)
-
-    def pump() -> None:
-        try:
-            _pump(stream, loop, out, err)
-        except BaseException as error:
-            loop.call_soon_threadsafe(settle, error)
-        else:
-            loop.call_soon_threadsafe(settle, None)
-
-    threading.Thread(target=pump, name="docker-sandbox-output", daemon=True).start()
-    return done
-
-
-async def _all(*parts: Awaitable[None]) -> None:
-    await asyncio.gather(*parts)
-
-
-async def _watch(
-    container: Container,
-    finished: asyncio.Future[None],
-    reasons: Mapping[Awaitable[None], SandboxLimit],
-    wall_seconds: float,
-) -> SandboxLimit | None:
-    """Waits for the run to finish; kills it at the first limit it reaches (a reason
-    that returns, or the wall clock) and says which. The output goes on being read
-    meanwhile, or the engine could not end the container."""
-    watchers = {asyncio.ensure_future(reason): limit for reason, limit in reasons.items()}
-    killed_for: SandboxLimit | None = None
-    try:
-        done, _ = await asyncio.wait(
-            {finished, *watchers},
-            timeout=wall_seconds,
-            return_when=asyncio.FIRST_COMPLETED,
-        )
-        if finished not in done:
-            killed_for = next((watchers[w] for w in watchers if w in done), "wall_time")
-            await asyncio.to_thread(_kill, container)
-        await asyncio.wait_for(asyncio.shield(finished), KILLED_WAIT_SECONDS)
-    finally:
-        for watcher in watchers:
-            watcher.cancel()
-    return killed_for
-
-
-def _kill(container: Container) -> None:
-    # An error says it had ended (or podman tired of waiting for it to): the status it
-    # ended with says whether this kill did it.
-    with contextlib.suppress(APIError):
-        container.kill()
-
-
-@dataclass
-class _Ended:
-    code: int
-    oom_killed: bool
-    killed_for: SandboxLimit | None
-    out: CappedStream
-    err: CappedStream
-    duration_ms: int
-
-    def result(self, files: dict[str, bytes]) -> SandboxResult:
-        return SandboxResult(
-            exit_code=self.code,
-            stdout=self.out.text(),
-            stderr=self.err.text(),
-            duration_ms=self.duration_ms,
-            files=files,
-            limit=self._limit(),
-            stdout_truncated=self.out.truncated,
-            stderr_truncated=self.err.truncated,
-        )
-
-    def _limit(self) -> SandboxLimit | None:
-        killed = self.code == -signal.SIGKILL
-        if self.oom_killed or (killed and self.killed_for is None):
-            # Not ours: the kernel's OOM killer (podman on cgroup v1 does not report it,
-            # and the CPU time limit sends SIGXCPU a second before its SIGKILL).
-            return "memory"
-        # A kill that came after the run had ended on its own is no limit's doing.
-        return ended_by(self.code, self.err.tail(), self.killed_for if killed else None)
