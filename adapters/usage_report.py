@@ -7,7 +7,6 @@ import argparse
 import sys
 from collections.abc import Sequence
 from datetime import date
-from uuid import UUID
 
 from adapters.usage_params import UsageParamError, day_range, group_keys
 from domain.pricing import usd_text
@@ -23,15 +22,6 @@ from projections.usage_queries import (
 
 NUMBERS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
            "cost_usd", "calls", "unpriced_calls")  # fmt: skip
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--group-by", default="org,model", help="keys, e.g. org,model,day")
-    parser.add_argument("--from", dest="start", help="first UTC day, YYYY-MM-DD (this month)")
-    parser.add_argument("--to", dest="end", help="last UTC day, YYYY-MM-DD (today)")
-    parser.add_argument("--workspace-id", type=UUID, help="only this workspace")
-    parser.add_argument("--user-id", type=UUID, help="only this user")
-    parser.add_argument("--model", help="only this model")
 
 
 def report(queries: UsageQueries, args: argparse.Namespace) -> str:

@@ -1,0 +1,261 @@
+"""What each `tokendance` command does, once its arguments are parsed (`adapters/cli.py`).
+
+Everything a command needs (the servers, the wiring, the engine) is imported here, so
+`tokendance --help` and a mistyped argument answer at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
+
+from adapters.bootstrap import bootstrap
+from adapters.bootstrap.roles import build_worker, dispatch_runs_to_workers
+from adapters.embedded import EmbeddedServers, LeaseHeld
+from adapters.llm.scripted import check_llm_spec
+from adapters.loop import run as run_loop
+from adapters.nats.signing_peers import differing_at
+from adapters.settings import Settings
+from adapters.system import System
+
+Command = Callable[[Settings, argparse.Namespace], None]
+
+
+def run_command(args: argparse.Namespace) -> None:
+    """Run the command `args.command` names, on the settings of the environment."""
+    settings = Settings.from_env().override(
+        host=getattr(args, "host", None),
+        port=getattr(args, "port", None),
+        data_dir=args.data_dir,
+    )
+    logging.basicConfig(
+        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
+    if problem := check_llm_spec(settings.llm):  # a malformed script: refused before starting
+        sys.exit(f"tokendance: {problem}")
+    COMMANDS[args.command](settings, args)
+
+
+@contextmanager
+def _system(
+    settings: Settings,
+    *,
+    relay: bool = True,
+    projections: bool = True,
+    role: str = "command",
+    standby: bool = False,
+) -> Iterator[System]:
+    """The servers the settings name, or embedded ones, and the system wired over them.
+
+    `serve` must own the embedded servers (and restarts them if they die); any other
+    command shares them when a live process owns them.
+    """
+    serving = role == "serve"
+    embedded = EmbeddedServers(
+        settings.data_dir,
+        postgres=settings.database_url is None,
+        nats=settings.nats_url is None,
+        role=role,
+        exclusive=serving,
+        supervise=serving,
+    )
+    try:
+        embedded.start()
+    except LeaseHeld as e:  # the data directory's owner is named: no traceback
+        sys.exit(f"tokendance {role}: {e}")
+    with contextlib.closing(embedded):  # started above: closing() only stops it
+        system = bootstrap(
+            settings,
+            database_url=settings.database_url or embedded.database_url or "",
+            nats_url=settings.nats_url or embedded.nats_url or "",
+            relay=relay,
+            projections=projections,
+            standby=standby,
+        )
+        try:
+            yield system
+        finally:
+            system.close()
+
+
+def _serve(settings: Settings, _: argparse.Namespace) -> None:
+    """Serve until SIGTERM or SIGINT, then stop accepting, end the open streams, wait up
+    to the grace period for requests in flight, and stop what this process started.
+
+    A signal before or after uvicorn serves is a KeyboardInterrupt, so the servers are
+    stopped on the way out then too.
+    """
+    from adapters.http.server import serve
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    with contextlib.suppress(KeyboardInterrupt), _system(settings, role="serve") as system:
+        run_loop(serve(system, settings))
+
+
+def _api(settings: Settings, _: argparse.Namespace) -> None:
+    """One API replica: the commands, queries and streams; its runs go to the workers."""
+    from adapters.http.server import serve
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    system_of = _system(settings, relay=False, projections=False, role="api")
+    with contextlib.suppress(KeyboardInterrupt), system_of as system:
+        secret, stream = settings.signing_secret(), settings.nats_stream
+        if asyncio.run(differing_at(system.container.nats_url, stream, secret)):
+            sys.exit(
+                "tokendance api: the API replicas already running sign tokens with another "
+                "secret; set the same TOKENDANCE_JWT_SECRET on every replica"
+            )
+        dispatch_runs_to_workers(system)
+        run_loop(serve(system, settings))
+
+
+def _worker(settings: Settings, _: argparse.Namespace) -> None:
+    """Drive runs from the work queue until SIGTERM; the runs in hand go back to the queue."""
+
+    async def run(system: System) -> None:
+        await system.services.start()
+        try:
+            await build_worker(system).run()
+        finally:
+            await system.stop()
+
+    _background(settings, run, role="worker", relay=False, projections=False)
+
+
+def _relay(settings: Settings, _: argparse.Namespace) -> None:
+    _background(settings, _services_until_stopped, role="relay", projections=False)
+
+
+def _projections(settings: Settings, _: argparse.Namespace) -> None:
+    """Keep every read model up to date; beside other such processes, one is active per
+    log (for all the read models of that log)."""
+    _background(settings, _services_until_stopped, role="projections", relay=False, standby=True)
+
+
+async def _services_until_stopped(system: System) -> None:
+    await system.services.start()
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await system.services.stop()
+
+
+def _background(
+    settings: Settings,
+    run: Callable[[System], Coroutine[object, object, None]],
+    *,
+    role: str,
+    relay: bool = True,
+    projections: bool = True,
+    standby: bool = False,
+) -> None:
+    """A role without HTTP: `run` until SIGTERM or SIGINT."""
+    signal.signal(signal.SIGTERM, _interrupt)
+    system_of = _system(settings, relay=relay, projections=projections, role=role, standby=standby)
+    with system_of as system, contextlib.suppress(KeyboardInterrupt):
+        run_loop(run(system))
+
+
+def _demo(settings: Settings, args: argparse.Namespace) -> None:
+    from adapters.demo import DEMO_QUESTION, demo_settings, run_demo
+    from adapters.demo_slides import SLIDES_QUESTION, run_slides_demo, slides_settings
+    from adapters.web_search.local_web import serve_local_web
+
+    if args.slides:
+        with _system(slides_settings(settings)) as system:
+            identical = asyncio.run(run_slides_demo(system, args.question or SLIDES_QUESTION))
+        sys.exit(0 if identical else 1)
+    # The demo needs no key and no network: a local research web answers its searches and
+    # serves its pages; its own script plays the model unless TOKENDANCE_LLM names another.
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # the event stream shows each call
+    with serve_local_web() as web, _system(demo_settings(settings, web)) as system:
+        identical = asyncio.run(run_demo(system, args.question or DEMO_QUESTION))
+    sys.exit(0 if identical else 1)
+
+
+def _replay(settings: Settings, args: argparse.Namespace) -> None:
+    from adapters.demo import run_replay
+
+    with _system(settings, relay=False, projections=False) as system:
+        identical = asyncio.run(run_replay(system, args.session_id))
+    sys.exit(0 if identical else 1)
+
+
+def _usage(settings: Settings, args: argparse.Namespace) -> None:
+    from adapters.usage_report import report
+
+    with _system(settings, relay=False, projections=False) as system:
+        print(report(system.container.usage, args))
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _rebuild(settings: Settings, args: argparse.Namespace) -> None:
+    from tqdm import tqdm
+
+    from projections.rebuild import rebuild
+
+    with _system(settings, relay=False, projections=False) as system:
+        container = system.container
+        names = [args.name] if args.name else list(container.views)
+        unknown = [n for n in names if n not in container.views]
+        if unknown:
+            sys.exit(f"unknown read model {unknown[0]!r}; known: {', '.join(container.views)}")
+        for name in names:
+            with tqdm(desc=f"rebuilding {name}", unit=" ids", file=sys.stderr) as bar:
+
+                def progress(position: int, target: int, bar: tqdm[None] = bar) -> None:
+                    bar.total = target
+                    bar.update(position - bar.n)
+
+                log = container.log_of(name)  # the accounts view reads the accounts' log
+                report = rebuild(
+                    container.views[name], log.recorder, log.mapper, on_progress=progress
+                )
+            print(
+                f"rebuilt {name}: {report.events} events up to notification id "
+                f"{report.position} in {report.seconds:.2f}s "
+                f"({report.events_per_second:,.0f} events/s)"
+            )
+
+
+def _reembed(settings: Settings, args: argparse.Namespace) -> None:
+    from adapters.embeddings import EmbedderUnavailable, build_embedder, embedder_for
+    from adapters.memory_upkeep import run_reembed
+    from projections.episodes import EPISODE_VECTORS
+    from projections.memories import MemoriesView
+
+    try:  # never the hashing fallback the server takes: that would re-embed with it
+        embedder = build_embedder(args.embedder or settings.embedder)
+    except (EmbedderUnavailable, ValueError) as e:
+        sys.exit(f"tokendance memory reembed: {e}")
+    with _system(settings, relay=False, projections=False) as system:
+        status = run_reembed(
+            system.container.database_url, embedder, embedder_for,
+            out=sys.stderr, tables=(MemoriesView.VECTORS, EPISODE_VECTORS),
+        )  # fmt: skip
+    sys.exit(status)
+
+
+def _graphs(settings: Settings, args: argparse.Namespace) -> None:
+    from adapters.memory_upkeep import run_graphs
+
+    with _system(settings, relay=False, projections=False) as system:
+        status = run_graphs(system.container.database_url, out=sys.stdout)
+    sys.exit(status)
+
+
+COMMANDS: dict[str, Command] = {
+    "serve": _serve, "api": _api, "worker": _worker, "relay": _relay,
+    "projections": _projections, "rebuild": _rebuild, "demo": _demo, "replay": _replay,
+    "usage": _usage, "reembed": _reembed, "graphs": _graphs,
+}  # fmt: skip
