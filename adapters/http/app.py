@@ -24,6 +24,7 @@ from adapters.http.artifact_lookup import ArtifactLookup
 from adapters.http.artifacts import ArtifactController
 from adapters.http.auth import PUBLIC, BearerTokenAuthentication
 from adapters.http.auth_routes import AuthController, WorkspaceController
+from adapters.http.budgets import BudgetsController
 from adapters.http.chat import ChatController
 from adapters.http.deck_pages import DeckController, DeckPages
 from adapters.http.deps import Access, ReadModels
@@ -65,7 +66,7 @@ MAX_BODY = 2 * 1024 * 1024  # a 1 MiB message plus its JSON envelope fits; more 
 HANDLERS: list[ControllerRouterHandler] = [
     OpsController, AuthController, WorkspaceController, SessionController, StreamController,
     ChatController, HitlController, ToolController, UploadController, UsageController,
-    ArtifactController, DeckController, SkillController, metrics_endpoint,
+    BudgetsController, ArtifactController, DeckController, SkillController, metrics_endpoint,
 ]  # fmt: skip
 
 

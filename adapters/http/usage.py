@@ -1,4 +1,5 @@
-"""Usage analytics, budgets and alerts, and the caller's own ids (`/auth/me`).
+"""Usage analytics and the caller's own ids (`/auth/me`); budgets and their alerts are
+in `adapters/http/budgets.py`.
 
 A member sees their own usage; an organization's owners and admins see all of it.
 Another tenant's workspace, user or budget answers 404, as everywhere else.
@@ -10,28 +11,24 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date
 from typing import Annotated, TypedDict, cast
 from uuid import UUID
 
 import msgspec
-from litestar import Controller, Response, delete, get, put
+from litestar import Controller, Response, get
 from litestar.di import NamedDependency
 from litestar.exceptions import ValidationException
-from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
-from litestar.status_codes import HTTP_204_NO_CONTENT
+from litestar.params import FromPath, FromQuery, QueryParameter
 
 from adapters.http.deps import AccessDep, AccountsDep, BridgeDep, Caller
 from adapters.http.read_your_writes import ViewWaiter
 from adapters.usage_params import UsageParamError, day_range, group_keys
 from application.accounts import AccountService
 from application.bridge import SyncBridge
-from application.budget_guard import period_of
 from domain.accounts import MANAGING_ROLES
-from domain.budgets import BudgetLimits, check_scope
-from domain.errors import InvalidCommand, NotFound, SessionNotFound
+from domain.errors import NotFound, SessionNotFound
 from domain.pricing import usd_text
-from domain.values import BudgetScope
 from projections.budgets import BudgetsView
 from projections.usage_queries import (
     COLUMNS,
@@ -166,112 +163,11 @@ class UsageController(Controller):
             ],
         )
 
-    # -- budgets ------------------------------------------------------------------
-
-    @put("/budgets/{budget_scope:str}/{scope_id:uuid}")
-    async def set_budget(
-        self,
-        budget_scope: FromPath[str],
-        scope_id: FromPath[UUID],
-        data: JSONBody[wire.BudgetBody],
-        request: Caller,
-        accounts: AccountsDep,
-        billing: NamedDependency[Billing],
-        bridge: BridgeDep,
-    ) -> wire.BudgetOut:
-        """Set a monthly budget (owners and admins for org, team and workspace ones)."""
-        try:
-            checked = check_scope(budget_scope)
-            limits = BudgetLimits.of(data.monthly_usd, data.monthly_tokens, data.thresholds)
-        except InvalidCommand as e:
-            raise ValidationException(str(e)) from None
-        await bridge(accounts.set_budget, request.user.user_id, checked, scope_id, limits)
-        period = period_of(datetime.now(UTC))
-        spent = await bridge(billing.usage.spend, [(checked, scope_id)], period)
-        return _budget(checked, scope_id, limits, period, spent.get(f"{checked}:{scope_id}"))
-
-    @delete("/budgets/{budget_scope:str}/{scope_id:uuid}", status_code=HTTP_204_NO_CONTENT)
-    async def remove_budget(
-        self,
-        budget_scope: FromPath[str],
-        scope_id: FromPath[UUID],
-        request: Caller,
-        accounts: AccountsDep,
-        bridge: BridgeDep,
-    ) -> None:
-        await bridge(accounts.remove_budget, request.user.user_id, _scope(budget_scope), scope_id)
-
-    @get("/budgets")
-    async def list_budgets(
-        self,
-        request: Caller,
-        accounts: AccountsDep,
-        billing: NamedDependency[Billing],
-        bridge: BridgeDep,
-    ) -> wire.BudgetList:
-        """The budgets that cover the caller, with what was spent against them this month."""
-        profile = await bridge(accounts.profile, request.user.user_id)
-        period = period_of(datetime.now(UTC))
-        await billing.caught_up("budgets", "usage")
-        rows = await bridge(
-            billing.budgets.covering,
-            [o.organization_id for o in profile.organizations],
-            [t.team_id for t in profile.teams],
-            [w.workspace_id for w in profile.workspaces],
-            profile.user_id,
-        )
-        spent = await bridge(billing.usage.spend, [(r.scope, r.scope_id) for r in rows], period)
-        return wire.BudgetList(
-            items=[
-                _budget(r.scope, r.scope_id, r.limits, period, spent.get(f"{r.scope}:{r.scope_id}"))
-                for r in rows
-            ]
-        )
-
-    @get("/budgets/alerts")
-    async def alerts(
-        self,
-        request: Caller,
-        accounts: AccountsDep,
-        billing: NamedDependency[Billing],
-        bridge: BridgeDep,
-        limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
-    ) -> wire.AlertList:
-        """Thresholds crossed, newest first: the caller's organizations' and their own."""
-        roles = await bridge(accounts.organization_roles, request.user.user_id)
-        await billing.caught_up("budgets")
-        rows = await bridge(billing.budgets.alerts, list(roles), request.user.user_id, limit)
-        return wire.AlertList(
-            items=[
-                wire.AlertOut(
-                    alert_id=a.alert_id,
-                    scope=cast(wire.Scope, a.scope),
-                    scope_id=a.scope_id,
-                    period=a.period,
-                    threshold=a.threshold,
-                    spent_usd=usd_text(a.spent_usd),
-                    limit_usd=None if a.limit_usd is None else usd_text(a.limit_usd),
-                    spent_tokens=a.spent_tokens,
-                    limit_tokens=a.limit_tokens,
-                    session_id=a.session_id,
-                    at=a.at,
-                )
-                for a in rows
-            ]
-        )
-
 
 async def _visibility(user_id: UUID, accounts: AccountService, bridge: SyncBridge) -> Visibility:
     roles = await bridge(accounts.organization_roles, user_id)
     whole = [o for o, role in roles.items() if role in MANAGING_ROLES]
     return Visibility(user_id, whole, [o for o in roles if o not in whole])
-
-
-def _scope(raw: str) -> BudgetScope:
-    try:
-        return check_scope(raw)
-    except InvalidCommand as e:
-        raise ValidationException(str(e)) from None
 
 
 class FigureFields(TypedDict):
@@ -301,23 +197,6 @@ def _figures(f: Figures) -> wire.Figures:
 def _item(keys: dict[str, object], f: Figures) -> wire.UsageItem:
     values = {k: (v.isoformat() if isinstance(v, date) else v) for k, v in keys.items()}
     return msgspec.convert({**values, **_numbers(f)}, wire.UsageItem)
-
-
-def _budget(
-    scope: wire.Scope, scope_id: UUID, limits: BudgetLimits, period: str, spent: object
-) -> wire.BudgetOut:
-    usd = getattr(spent, "usd", None)
-    tokens = getattr(spent, "tokens", 0)
-    return wire.BudgetOut(
-        scope=scope,
-        scope_id=scope_id,
-        monthly_usd=None if limits.monthly_usd is None else usd_text(limits.monthly_usd),
-        monthly_tokens=limits.monthly_tokens,
-        thresholds=list(limits.thresholds),
-        period=period,
-        spent_usd=usd_text(usd) if usd is not None else "0.000000",
-        spent_tokens=int(tokens),
-    )
 
 
 def _csv(keys: list[GroupKey], report: wire.UsageReport) -> str:
