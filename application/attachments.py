@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from uuid import UUID
 
 from application.ports import BlobStore
-from application.tools.files import FileToolError, file_text
+from application.tools.file_text import FileToolError, file_text
 from application.workspace_files import WorkspaceFiles
 from domain.errors import InvalidCommand
 from domain.policies import SUMMARY_LIMIT, summarize_output

@@ -4,7 +4,7 @@ Each works in its session's workspace (`ToolContext.workspace_id`) through the
 `WorkspaceFiles` service, so every write and delete is an event of the workspace that
 names the session that did it. Paths are checked there: relative, inside the
 workspace. `read_file` shows text, Markdown, CSV and such as text, a PDF as its text
-(pypdf), and says so of any other binary file; nothing is ever unpacked (a zip stays
+(`file_text`), and says so of any other binary file; nothing is ever unpacked (a zip stays
 its bytes). A long file is read part by part, like `read_source` reads a page: each
 part fits the context whole. `delete_file` is risky: under the default policy a human
 approves it first.
@@ -12,28 +12,25 @@ approves it first.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import io
 from collections.abc import Iterator
 from typing import Annotated, TypeVar
 from uuid import UUID
 
 import msgspec
-import pypdf
 from msgspec import Meta
-from pypdf.errors import PyPdfError
 
-from application.ports import BlobNotFound, ToolExecutionError
+from application.ports import BlobNotFound
 from application.tools.base import AnyTool, Tool, ToolContext
+from application.tools.file_text import FileToolError, file_text
 from application.tools.parts import MAX_LENGTH, Length, part_end
 from application.workspace_files import WorkspaceFiles
 from domain.authors import ByAgent, ByUser
 from domain.errors import DomainError
+from domain.file_paths import InvalidPath
 from domain.workspace_files import (
     FileNotFound,
     FileTooLarge,
-    InvalidPath,
     PathConflict,
     TooManyFiles,
     WorkspaceFile,
@@ -41,23 +38,6 @@ from domain.workspace_files import (
 
 MAX_LISTED = 200  # files named by one list_files answer
 MAX_WRITE_CHARS = 5_000_000
-MAX_PDF_PAGES = 2000  # pages of a PDF turned into text; the rest is left out (said so)
-TEXT_TYPES = (
-    "text/",
-    "application/json",
-    "application/jsonl",
-    "application/x-ipynb+json",
-    "application/yaml",
-    "application/x-yaml",
-    "application/toml",
-    "application/xml",
-    "application/javascript",
-    "application/sql",
-    "image/svg+xml",
-)
-PDF = "application/pdf"
-SNIFFED = 8192  # bytes looked at to tell an untyped file's text from binary
-
 FilePath = Annotated[
     str,
     Meta(
@@ -66,14 +46,6 @@ FilePath = Annotated[
         description="The file's path in the workspace, relative: 'notes.md', 'data/sales.csv'.",
     ),
 ]
-
-
-class FileToolError(ToolExecutionError):
-    """A file tool failed; `code` says why."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 # What the service's errors are called in a kept failure.
@@ -207,51 +179,6 @@ class ReadFile(FileTool[ReadFileArgs]):
         text = await file_text(file, data)
         end = part_end(len(text), args.offset, args.length, f"the text of {file.path}")
         return f"{_header(file, args.offset, end, len(text))}\n\n{text[args.offset : end]}"
-
-
-async def file_text(file: WorkspaceFile, data: bytes) -> str:
-    """A file as text (text, Markdown, CSV, JSON; a PDF by its pages); `FileToolError`
-    BINARY_FILE or PDF_UNREADABLE otherwise."""
-    media_type = file.media_type.split(";", 1)[0].strip()
-    if media_type == PDF:
-        return await asyncio.to_thread(pdf_text, file.path, data)
-    if media_type.startswith(TEXT_TYPES):
-        return data.decode("utf-8-sig", errors="replace")
-    text = _sniffed_text(data)
-    if text is None:
-        raise FileToolError(
-            "BINARY_FILE",
-            f"{file.path} is a binary file ({file.media_type}, {file.size:,} bytes): it cannot "
-            "be read as text",
-        )
-    return text
-
-
-def _sniffed_text(data: bytes) -> str | None:
-    """The bytes as text if they look like UTF-8 text (no NUL, valid UTF-8), else None."""
-    if b"\x00" in data[:SNIFFED]:
-        return None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return None
-
-
-def pdf_text(path: str, data: bytes) -> str:
-    """A PDF's text, page by page under `--- page n ---` lines."""
-    try:
-        pages = pypdf.PdfReader(io.BytesIO(data)).pages
-        parts = [
-            f"--- page {n} ---\n{(page.extract_text() or '').strip() or '(no text on this page)'}"
-            for n, page in enumerate(pages[:MAX_PDF_PAGES], start=1)
-        ]
-        if len(pages) > MAX_PDF_PAGES:
-            parts.append(f"--- the other {len(pages) - MAX_PDF_PAGES} pages are left out ---")
-    except (PyPdfError, ValueError, KeyError, TypeError) as e:
-        raise FileToolError(
-            "PDF_UNREADABLE", f"{path} could not be read as a PDF: {type(e).__name__}: {e}"
-        ) from None
-    return "\n\n".join(parts)
 
 
 def _header(file: WorkspaceFile, start: int, end: int, total: int) -> str:
