@@ -28,14 +28,12 @@ from application.bridge import SyncBridge
 from application.ports import BlobStore
 from domain.authors import Author
 from domain.errors import Conflict
+from domain.file_paths import DEFAULT_MEDIA_TYPE, check_media_type, check_path
 from domain.workspace_files import (
-    DEFAULT_MEDIA_TYPE,
     FileNotFound,
     FileTooLarge,
     WorkspaceFile,
     WorkspaceFolder,
-    check_media_type,
-    check_path,
     folder_id,
 )
 

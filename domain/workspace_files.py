@@ -9,14 +9,13 @@ store, content-addressed), its size and media type; never the bytes.
 
 A file keeps its id while its path is written again (its `version` counts the
 writes); a path deleted and written again is a new file. Paths are relative,
-normalized, and stay inside the workspace (`check_path`); a path cannot be both a
+normalized, and stay inside the workspace (`domain/file_paths.py`); a path cannot be both a
 file and a folder of other files, so the files can always be laid out on a disk.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, replace
 from uuid import UUID, uuid5
 
@@ -24,35 +23,18 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.authors import Author, ByAgent, ByUser
 from domain.errors import Conflict, DomainError, InvalidCommand, NotFound
+from domain.file_paths import DEFAULT_MEDIA_TYPE, check_media_type, check_path, shown_path
 
-MAX_PATH_BYTES = 1024  # UTF-8 bytes of a whole path
-MAX_NAME_BYTES = 255  # of one segment: what Linux filesystems allow
-MAX_DEPTH = 32  # folders deep
 MAX_FILES = 10_000  # files of one workspace at a time
-MAX_MEDIA_TYPE = 255
-DEFAULT_MEDIA_TYPE = "application/octet-stream"
 
 # Fixed forever: the id of every workspace's folder is derived from it.
 _FILES = UUID("6f1d2c84-93a7-4b5e-8c0f-2e7a9d4b1c35")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_DRIVE = re.compile(r"[A-Za-z]:")
-_MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*(;[ -~]*)?")
-# Unicode categories no file name holds: controls, format characters (bidi overrides
-# that make `txt.exe` read as `exe.txt`), surrogates, private use, unassigned, and
-# line or paragraph separators.
-_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 
 
 def folder_id(workspace_id: UUID) -> UUID:
     """The id of the aggregate that holds the workspace's files (its folder)."""
     return uuid5(_FILES, str(workspace_id))
-
-
-class InvalidPath(DomainError):
-    """A path that is not a relative path inside the workspace (HTTP 400)."""
-
-    code = "VALIDATION_ERROR"
-    http_status = 400
 
 
 class FileNotFound(NotFound):
@@ -82,70 +64,6 @@ class FileTooLarge(DomainError):
         super().__init__(f"the file has {size} bytes; a workspace file may have at most {limit}")
         self.size = size
         self.limit = limit
-
-
-def check_path(path: str) -> str:
-    """The path, normalized (NFC, no `.` or empty segments), or `InvalidPath` saying why.
-
-    Relative, inside the workspace: no `..`, no leading `/`, no drive letter, no
-    backslash; no NUL or other control or invisible characters; at most
-    `MAX_NAME_BYTES` per name, `MAX_DEPTH` names and `MAX_PATH_BYTES` in all.
-    """
-    if not isinstance(path, str):
-        raise InvalidPath("a path must be text")
-    if "\x00" in path:
-        raise InvalidPath("a path may not contain NUL characters")
-    text = unicodedata.normalize("NFC", path.strip())
-    shown = _shown(text)
-    if not text:
-        raise InvalidPath("the path is empty: give a file name such as notes.md")
-    if text.startswith("/") or _DRIVE.match(text):
-        raise InvalidPath(f"{shown} is absolute: give a path relative to the workspace")
-    if "\\" in text:
-        raise InvalidPath(f"{shown} has a backslash: separate folders with '/'")
-    if text.endswith("/"):
-        raise InvalidPath(f"{shown} names a folder: give a file name (folders come with files)")
-    names = [name for name in text.split("/") if name not in ("", ".")]
-    if ".." in names:
-        raise InvalidPath(f"{shown} goes up with '..': paths stay inside the workspace")
-    if not names:
-        raise InvalidPath(f"{shown} names no file: give a file name such as notes.md")
-    for name in names:
-        _check_name(name, shown)
-    if len(names) > MAX_DEPTH:
-        raise InvalidPath(f"{shown} is more than {MAX_DEPTH} folders deep")
-    normal = "/".join(names)
-    if len(normal.encode()) > MAX_PATH_BYTES:
-        raise InvalidPath(f"the path has more than {MAX_PATH_BYTES} bytes (UTF-8)")
-    return normal
-
-
-def _check_name(name: str, shown: str) -> None:
-    for char in name:
-        if unicodedata.category(char) in _FORBIDDEN_CATEGORIES:
-            raise InvalidPath(
-                f"{shown} holds U+{ord(char):04X}, a control or invisible character: "
-                "use printable characters"
-            )
-    if not name.strip():
-        raise InvalidPath(f"{shown} has a name of blanks only")
-    if len(name.encode()) > MAX_NAME_BYTES:
-        raise InvalidPath(f"a name in the path has more than {MAX_NAME_BYTES} bytes (UTF-8)")
-
-
-def _shown(text: str) -> str:
-    """The path for a message: quoted, escaped, and short."""
-    return repr(text if len(text) <= 200 else text[:197] + "...")
-
-
-def check_media_type(media_type: str | None) -> str | None:
-    """The media type, lower case, if it is one (`type/subtype`, parameters allowed)."""
-    if not media_type:
-        return None
-    value = media_type.strip().lower()
-    if len(value) > MAX_MEDIA_TYPE or not _MEDIA_TYPE.fullmatch(value):
-        return None
-    return value
 
 
 @dataclass(frozen=True)
@@ -209,7 +127,7 @@ class WorkspaceFolder(Aggregate):
         path = check_path(path)
         found = self.files.get(path)
         if found is None:
-            raise FileNotFound(_shown(path))
+            raise FileNotFound(shown_path(path))
         return found
 
     def by_id(self, file_id: UUID) -> WorkspaceFile:
@@ -232,12 +150,14 @@ class WorkspaceFolder(Aggregate):
         folder = path + "/"
         inside = next((p for p in self.files if p.startswith(folder)), None)
         if inside is not None:
-            raise PathConflict(f"{_shown(path)} is a folder holding {_shown(inside)}")
+            raise PathConflict(f"{shown_path(path)} is a folder holding {shown_path(inside)}")
         parts = path.split("/")
         for depth in range(1, len(parts)):
             parent = "/".join(parts[:depth])
             if parent in self.files:
-                raise PathConflict(f"{_shown(parent)} is a file, so it cannot hold {_shown(path)}")
+                raise PathConflict(
+                    f"{shown_path(parent)} is a file, so it cannot hold {shown_path(path)}"
+                )
         return path
 
     # -- commands -----------------------------------------------------------------

@@ -16,16 +16,15 @@ from adapters.documents.pdf import ReportLabDocumentRenderer
 from adapters.settings import Settings
 from application.tools.base import ToolContext
 from application.tools.files import MAX_LENGTH, FileToolError, ListFiles, ReadFile
+from domain.file_paths import InvalidPath, check_path
 from domain.policies import SUMMARY_LIMIT
 from domain.session import AgentSession as S
 from domain.workspace_files import (
     ByAgent,
     ByUser,
     FileNotFound,
-    InvalidPath,
     PathConflict,
     WorkspaceFolder,
-    check_path,
     folder_id,
 )
 from tests.fakes.engine import Engine, make_engine, scripted
