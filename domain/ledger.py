@@ -85,16 +85,15 @@ class Ledger:
                 if done - self._done:
                     self.stalled_turns = 0  # the plan moved forward
                 self._done = done
-            case S.RebootRequested():
-                self.stalled_turns = 0
+            case S.RebootRequested() | S.UserMessageAppended():
+                self.stalled_turns = 0  # a reboot, or news from the user: counted afresh
             case S.SkillActivated():
                 self.skill = e
             case S.SourceRecorded(url=url, number=number):
                 self.source_numbers[url] = number
                 add_source(self.sources, e)
             case (
-                S.UserMessageAppended() | S.FindingRecorded() | S.ProgressNoted()
-                | S.MemoriesRecalled()
+                S.FindingRecorded() | S.ProgressNoted() | S.MemoriesRecalled()
                 | S.ContextCompacted() | S.BudgetThresholdReached()
                 | S.ArtifactCreated() | D.DeckEvent()
                 | S.SessionRenamed()

@@ -112,6 +112,19 @@ async def test_a_reboot_is_requested_after_iterations_without_progress(tmp_path:
     )
 
 
+async def test_a_chat_of_many_short_answers_is_no_stall(tmp_path: Path) -> None:
+    """Each message of the user is news: turns are counted as stalled from the newest
+    one, so a plain chat never asks the model the reboot questions."""
+    llm = scripted(*[{"text": f"answer {i}"} for i in range(5)])
+    engine = make_engine(llm, tmp_path, settings=EngineSettings(reboot_after=2))
+    sid = await engine.new_session()
+    for i in range(5):
+        await engine.scheduler.send_message(sid, f"question {i}")
+        await engine.scheduler.wait(sid)
+    assert engine.events(sid, "RebootRequested") == []
+    assert len(engine.events(sid, "RunCompleted")) == 5
+
+
 async def test_a_risky_call_waits_for_approval_then_runs(tmp_path: Path) -> None:
     llm = scripted({"tool_calls": [call("delete_file", "t1", path="/tmp/x")]}, {"text": "Deleted."})
     engine = make_engine(llm, tmp_path)
