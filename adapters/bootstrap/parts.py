@@ -10,8 +10,7 @@ import logging
 from pathlib import Path
 
 from adapters.blobs.filesystem import FilesystemBlobStore
-from adapters.blobs.s3 import S3BlobStore, S3ConfigError
-from adapters.documents.pdf import ReportLabDocumentRenderer
+from adapters.documents import PdfRenderer
 from adapters.embeddings import EmbedderUnavailable, build_embedder, embedder_for
 from adapters.llm.scripted import load_llm_spec
 from adapters.llm.tokens import TiktokenCounter
@@ -93,7 +92,7 @@ def build_tools(
     return [
         UpdatePlan(), RecordFinding(), NoteProgress(), WebSearchTool(search), ReadUrl(reader),
         ReadSource(),
-        ActivateSkill(skills), ReadSkillFile(skills), CreateDoc(ReportLabDocumentRenderer()),
+        ActivateSkill(skills), ReadSkillFile(skills), CreateDoc(PdfRenderer()),
         *file_tools(files), code, RunSkillScript(sandbox, skills, limits=limits),
         *deck_tools(DeckEditor(PptxRenderer())),
         *memory_tools(memories, memory_access, memories.bridge if memories else None),
@@ -120,6 +119,8 @@ def build_blobs(settings: Settings) -> BlobStore:
     """The S3 store `TOKENDANCE_S3_URL` names, else the data directory's `blobs/`."""
     if settings.s3_url is None:
         return FilesystemBlobStore(settings.data_dir / "blobs")
+    from adapters.blobs.s3 import S3BlobStore, S3ConfigError  # minio: only when asked for
+
     try:
         return S3BlobStore.connect(
             settings.s3_url, settings.s3_bucket, settings.s3_access_key or "",

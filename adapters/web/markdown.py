@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 import charset_normalizer
 import pypdf
-import trafilatura
 
 from application.ports import Page, PageError
 
@@ -58,6 +57,8 @@ def to_page(fetched: Fetched) -> Page:
 
 def html_to_markdown(html: str, url: str) -> tuple[str, str]:
     """(the <title>, the main content as Markdown) of an HTML document."""
+    import trafilatura  # with its lxml parsers, a fifth of a second: on the first page
+
     tree = trafilatura.load_html(html)
     if tree is None:
         return "", ""

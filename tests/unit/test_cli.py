@@ -29,19 +29,38 @@ def test_all_the_commands_are_reached() -> None:
     assert reached == set(COMMANDS)
 
 
+def loaded_of(modules: tuple[str, ...], after: str) -> list[str]:
+    """Which of `modules` a fresh interpreter has loaded after running `after`."""
+    probe = f"{after}\nimport sys\nprint(','.join(m for m in {modules!r} if m in sys.modules))"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    return [m for m in out.stdout.strip().split(",") if m]
+
+
 def test_help_and_a_bad_argument_answer_without_loading_the_servers_or_the_wiring() -> None:
-    probe = (
-        "import sys, contextlib, io\n"
+    asked = (
+        "import contextlib, io\n"
         "from adapters import cli\n"
         "for argv in (['--help'], ['replay', 'not-a-session']):\n"
         "    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()),"
         " contextlib.redirect_stderr(io.StringIO()):\n"
-        "        cli.main(argv)\n"
-        "heavy = [m for m in ('adapters.bootstrap', 'adapters.cli_commands', 'psycopg', 'nats')"
-        " if m in sys.modules]\n"
-        "print(','.join(heavy))\n"
+        "        cli.main(argv)"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    heavy = ("adapters.bootstrap", "adapters.cli_commands", "psycopg", "nats")
+    assert loaded_of(heavy, asked) == []
+
+
+def test_the_wiring_leaves_the_heavy_renderers_and_clients_to_their_first_use() -> None:
+    """python-pptx, ReportLab, trafilatura and minio load when a deck, a PDF, a page or
+    an S3 store is first wanted: a process that never needs one starts without them."""
+    wired = (
+        "import tempfile\n"
+        "from pathlib import Path\n"
+        "import adapters.cli_commands\n"
+        "from adapters.bootstrap.parts import build_blobs, build_tools\n"
+        "from adapters.settings import Settings\n"
+        "settings = Settings(data_dir=Path(tempfile.mkdtemp()))\n"
+        "tools, blobs = build_tools(settings), build_blobs(settings)"
     )
-    assert out.stdout.strip() == ""
+    assert loaded_of(("pptx", "reportlab", "trafilatura", "minio"), wired) == []
