@@ -7,7 +7,8 @@ and read only the events after it (the user's next message and its request), ins
 of decoding the log from the newest stored snapshot on. `take` hands the objects over:
 the run that takes them folds into them, so no two runs ever hold the same ones. A
 session whose runs move between processes just reads a longer tail (events are
-immutable); a process that restarts starts cold.
+immutable); a process that restarts starts cold. What is kept is bounded by sessions
+and by the tokens of their conversations.
 """
 
 from __future__ import annotations
@@ -29,26 +30,41 @@ class Warm:
     ledger: Ledger
     context: FoldedContext
 
+    @property
+    def tokens(self) -> int:
+        """The conversation's size as counted: what keeping it costs, roughly."""
+        return sum(self.context.tokens)
+
 
 class WarmContexts:
-    """The newest `Warm` of the sessions that ran here most recently (at most `capacity`)."""
+    """The newest `Warm` of the sessions that ran here most recently: at most `capacity`
+    of them and `max_tokens` of conversation in all (a longer one is not kept)."""
 
-    def __init__(self, capacity: int = 256) -> None:
+    def __init__(self, capacity: int = 256, max_tokens: int = 2_000_000) -> None:
         self.capacity = capacity
+        self.max_tokens = max_tokens
+        self.tokens = 0
         self._kept: OrderedDict[UUID, Warm] = OrderedDict()
 
     def take(self, session_id: UUID) -> Warm | None:
         """The session's fold, no longer kept here: the caller owns it now."""
-        return self._kept.pop(session_id, None)
+        warm = self._kept.pop(session_id, None)
+        if warm is not None:
+            self.tokens -= warm.tokens
+        return warm
 
     def keep(self, session_id: UUID, warm: Warm) -> None:
         kept = self._kept.get(session_id)
         if kept is not None and kept.version >= warm.version:
             return
+        self.take(session_id)
+        if warm.tokens > self.max_tokens:
+            return
         self._kept[session_id] = warm
-        self._kept.move_to_end(session_id)
-        while len(self._kept) > self.capacity:
-            self._kept.popitem(last=False)
+        self.tokens += warm.tokens
+        while len(self._kept) > self.capacity or self.tokens > self.max_tokens:
+            _, oldest = self._kept.popitem(last=False)
+            self.tokens -= oldest.tokens
 
     def __len__(self) -> int:
         return len(self._kept)

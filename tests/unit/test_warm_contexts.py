@@ -114,3 +114,22 @@ def test_only_the_newest_fold_of_the_most_recent_sessions_is_kept() -> None:
     assert warm.take(b) is not None and warm.take(b) is None
     warm.keep(a, newer)
     assert warm.take(a) is newer
+
+
+def test_what_is_kept_is_bounded_by_the_tokens_of_the_conversations() -> None:
+    warm = WarmContexts(capacity=10, max_tokens=100)
+
+    def of(tokens: int, version: int = 1) -> Warm:
+        return Warm(version, 0, Ledger(), FoldedContext(tokens=[tokens // 2, tokens - tokens // 2]))
+
+    a, b, c, huge = uuid4(), uuid4(), uuid4(), uuid4()
+    warm.keep(a, of(40))
+    warm.keep(b, of(40))
+    warm.keep(huge, of(101))  # longer than everything allowed: never kept
+    assert len(warm) == 2 and warm.tokens == 80
+    warm.keep(c, of(30))  # over the bound: the least recent goes
+    assert warm.take(a) is None and warm.tokens == 70
+    warm.keep(b, of(50, version=2))  # the newer fold replaces the older one
+    assert warm.tokens == 80 and len(warm) == 2
+    taken = warm.take(b)
+    assert taken is not None and taken.version == 2 and warm.tokens == 30
