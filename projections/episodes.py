@@ -9,6 +9,7 @@ model being written, through `EmbeddingModels`, so one re-embed covers this tabl
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, assert_never
@@ -19,13 +20,13 @@ from psycopg import Cursor
 from psycopg.rows import DictRow
 from psycopg.sql import SQL, Composed
 
-from domain.events import SessionEvent
+from domain.events import SessionEvent, as_session_event
 from domain.session import AgentSession as S
 from domain.session_decks import DeckLog as D
 from domain.stored_blocks import blocks_text
 from projections.episode_queries import EpisodeScope, by_meaning, fused, graph_ef
 from projections.memory_vectors import EmbeddingModels, VectorTable, vector_literal
-from projections.view import SessionView
+from projections.view import Event, SessionView
 
 EpisodeKind = Literal["session", "message", "answer", "finding"]  # the episodes.kind check
 
@@ -115,7 +116,20 @@ class EpisodesView(SessionView):
             ready = self.models.active(curs)
             EPISODE_VECTORS.ensure_index(curs, ready.model, ready.dimension)
 
+    def apply_events(self, curs: Cursor[DictRow], events: Sequence[Event]) -> None:
+        """The batch's episodes, then their vectors together: one look in the embedding
+        cache, one call of each model for the texts it has not seen, one insert."""
+        new: list[tuple[UUID, str]] = []  # (item id, text) of each episode added
+        for event in events:
+            self._apply(curs, as_session_event(event), new)
+        self._embed(curs, new)
+
     def apply_session_event(self, curs: Cursor[DictRow], event: SessionEvent) -> None:
+        self.apply_events(curs, [event])
+
+    def _apply(
+        self, curs: Cursor[DictRow], event: SessionEvent, new: list[tuple[UUID, str]]
+    ) -> None:
         match event:
             case S.SessionStarted(title=title):
                 curs.execute(
@@ -124,7 +138,7 @@ class EpisodesView(SessionView):
                     (event.originator_id, event.owner_id, event.workspace_id,
                      event.organization_id, title),
                 )  # fmt: skip
-                self._add(curs, event, "session", title)
+                self._add(curs, event, "session", title, new)
             case S.SessionRenamed(title=title):
                 # The session is found by the name it has now, linked to its renaming.
                 curs.execute(
@@ -132,15 +146,15 @@ class EpisodesView(SessionView):
                     (title, event.originator_id),
                 )
                 self._drop_title(curs, event.originator_id)
-                self._add(curs, event, "session", title)
+                self._add(curs, event, "session", title, new)
             case S.UserMessageAppended(text=text):
-                self._add(curs, event, "message", text)
+                self._add(curs, event, "message", text, new)
             case S.AssistantTurnRecorded(content=content):
                 text = blocks_text(content)
                 if text.strip():  # a turn of tool calls only says nothing to find
-                    self._add(curs, event, "answer", text)
+                    self._add(curs, event, "answer", text, new)
             case S.FindingRecorded(text=text):
-                self._add(curs, event, "finding", text)
+                self._add(curs, event, "finding", text, new)
             case (
                 S.ToolCallRequested() | S.ToolResultRecorded() | S.ConfirmationRequested()
                 | S.ConfirmationGiven() | S.PlanUpdated() | S.ProgressNoted()
@@ -155,7 +169,12 @@ class EpisodesView(SessionView):
                 assert_never(event)
 
     def _add(
-        self, curs: Cursor[DictRow], event: SessionEvent, kind: EpisodeKind, text: str
+        self,
+        curs: Cursor[DictRow],
+        event: SessionEvent,
+        kind: EpisodeKind,
+        text: str,
+        new: list[tuple[UUID, str]],
     ) -> None:
         # Owner and workspace come from the session's row by subselect, not a read:
         # no round trip inside the batch's pipeline, and a session whose start was
@@ -169,13 +188,21 @@ class EpisodesView(SessionView):
             "(SELECT workspace_id FROM episode_sessions WHERE session_id = %s), %s, %s)",
             (item_id, session_id, version, kind, session_id, session_id, text, event.timestamp),
         )
+        new.append((item_id, text))
+
+    def _embed(self, curs: Cursor[DictRow], new: list[tuple[UUID, str]]) -> None:
+        # An episode dropped later in the batch (a title renamed) finds no row: no vector.
+        if not new:
+            return
+        ids, texts = [i for i, _ in new], [t for _, t in new]
         for embedder in self.models.to_write(curs):
-            [vector] = self.models.vectors(curs, embedder, [text])
+            vectors = self.models.vectors(curs, embedder, texts)
             curs.execute(
                 "INSERT INTO episode_vectors (item_id, model, embedding, owner_id, workspace_id, "
-                "created_at) SELECT item_id, %s, %s::vector, owner_id, workspace_id, created_at "
-                "FROM episodes WHERE item_id = %s",
-                (embedder.model, vector_literal(vector), item_id),
+                "created_at) SELECT e.item_id, %s, v.embedding::vector, e.owner_id, "
+                "e.workspace_id, e.created_at FROM unnest(%s::uuid[], %s::text[]) "
+                "AS v(item_id, embedding) JOIN episodes e USING (item_id)",
+                (embedder.model, ids, [vector_literal(v) for v in vectors]),
             )
 
     def _drop_title(self, curs: Cursor[DictRow], session_id: UUID) -> None:

@@ -105,6 +105,12 @@ class View(PostgresTrackingRecorder):
     def apply_event(self, curs: Cursor[DictRow], event: Event) -> None:
         """Change the view's tables for one event (inside the caller's transaction)."""
 
+    def apply_events(self, curs: Cursor[DictRow], events: Sequence[Event]) -> None:
+        """Change the view's tables for a batch of events, in order: what they share, a
+        view may do once for the batch (the episodes' embeddings)."""
+        for event in events:
+            self.apply_event(curs, event)
+
     def create_table(self) -> None:
         super().create_table()
         with self.datastore.transaction(commit=True) as curs:
@@ -145,8 +151,7 @@ class View(PostgresTrackingRecorder):
         # shows at the sync, so it names the batch (a rebuild names the very event).
         try:
             with conn.pipeline():
-                for _, event in fresh:
-                    self.apply_event(curs, storable(event))
+                self.apply_events(curs, [storable(event) for _, event in fresh])
                 self.set_position(curs, fresh[-1][0])
                 # Delivered at commit: waiters for a position need not poll.
                 curs.execute("SELECT pg_notify(%s, %s)", (self.channel, str(fresh[-1][0])))

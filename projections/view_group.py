@@ -66,12 +66,11 @@ class ViewGroup:
             try:
                 with conn.pipeline():
                     for name in wanted:
-                        view, position = self.views[name], positions.get(name, 0)
-                        for nid, event in cleaned:
-                            if nid > position:
-                                view.apply_event(curs, event)
-                                counts[name] += 1
-                                moved[name] = nid
+                        position = positions.get(name, 0)
+                        fresh = [(nid, event) for nid, event in cleaned if nid > position]
+                        if fresh:
+                            self.views[name].apply_events(curs, [e for _, e in fresh])
+                            counts[name], moved[name] = len(fresh), fresh[-1][0]
                     if moved:
                         self._move(curs, moved)
             except psycopg.OperationalError:

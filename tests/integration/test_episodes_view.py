@@ -253,6 +253,29 @@ async def test_a_rebuilt_view_equals_the_incremental_one(
     assert view.all_rows() == live
 
 
+def test_a_whole_log_in_one_batch_writes_what_event_by_event_writes(
+    container: Container, written: Written
+) -> None:
+    """A batch embeds its episodes together; a title renamed twice within the batch
+    leaves one title, with one vector, as applying the events one by one does."""
+    app = container.sessions
+    app.rename_session(written.laptops, "Featherweight notebooks")
+    app.rename_session(written.laptops, "Notebooks under a kilo")
+    app.append_user_message(written.laptops, "Which ultralight laptop has the best battery?")
+    batched = new_view(container)
+    catch_up(batched, container, batch=1000)
+    rows = batched.all_rows()
+    vectors = [r for r in rows if r["table"] == "episode_vectors"]
+    assert len(vectors) == sum(r["table"] == "episodes" for r in rows) > 10
+
+    rebuild(batched, container.recorder, container.sessions.mapper)  # one event at a time
+    assert batched.all_rows() == rows
+    titles = [h for h in batched.search(written.alice, "kilo") if h.kind == "session"]
+    assert [(h.session_id, h.snippet) for h in titles] == [
+        (written.laptops, "Notebooks under a **kilo**")
+    ]
+
+
 def embedder_for(model: str) -> Embedder:
     found = re.fullmatch(r"hashing-(\d+)", model)
     if found is None:
