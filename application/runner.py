@@ -13,6 +13,7 @@ import asyncio
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Literal
@@ -54,10 +55,6 @@ from domain.stored_blocks import blocks_tool_uses, turn_blocks
 from domain.values import ModelCallCost, SessionSettings
 
 RunEnd = Literal["completed", "failed", "suspended", "not_active"]
-
-
-def _expired(since: datetime, seconds: int | None) -> bool:
-    return seconds is not None and (datetime.now(UTC) - since).total_seconds() > seconds
 
 
 def this_worker() -> str:
@@ -102,6 +99,7 @@ class AgentRunner:
         self.snapshots = snapshots
         self.memory = memory
         self.warm = WarmContexts()
+        self.clock: Callable[[], datetime] = lambda: datetime.now(UTC)  # a skill's timeout
 
     async def run(self, session_id: UUID, run_id: UUID, *, recovering: bool = False) -> RunEnd:
         """Run until the run ends or waits for a human; say which."""
@@ -115,6 +113,7 @@ class AgentRunner:
     async def _run(
         self, state: RunState, session_id: UUID, run_id: UUID, recovering: bool
     ) -> RunEnd:
+        driving_since = self.clock()  # a skill's time counts from here, or its activation
         await state.load()
         state.follow(ContextBuilder(self.frame(state.settings), self.counter.count))
         # As the log just read says (the aggregate checks again at the run's next write).
@@ -129,7 +128,7 @@ class AgentRunner:
         if await self.tool_calls.work_through(state, recovering=recovering) == "suspended":
             return "suspended"
         while True:
-            limit = self._limit_reached(state)
+            limit = self._limit_reached(state, driving_since)
             if limit is not None:
                 await state.record(self.sessions.complete_run, session_id, run_id, limit)
                 return "completed"
@@ -169,7 +168,11 @@ class AgentRunner:
         catalog = self.skills.catalog() if self.skills is not None else ""
         return frame_of(self.settings, settings, self.tools.specs(), catalog)
 
-    def _limit_reached(self, state: RunState) -> str | None:
+    def _limit_reached(self, state: RunState, driving_since: datetime) -> str | None:
+        """The limit this run has reached, if any. A skill's `max_iterations` and
+        `timeout` bound each run, as the session's do: its time counts from its
+        activation, or from when this run was taken up if that is later (a run resumed
+        after an approval is not charged for the wait)."""
         limit = state.settings.max_iterations
         if limit is None:
             limit = self.settings.max_iterations
@@ -178,8 +181,10 @@ class AgentRunner:
             limit = min(limit, skill.max_iterations)
         if state.turns >= limit:
             return "max_iterations"
-        if skill is not None and _expired(skill.timestamp, skill.timeout):
-            return "skill_timeout"
+        if skill is not None and skill.timeout is not None:
+            since = max(skill.timestamp, driving_since)
+            if (self.clock() - since).total_seconds() > skill.timeout:
+                return "skill_timeout"
         budget = state.settings.token_budget
         if budget is not None and state.ledger.tokens_used >= budget:
             return "token_budget"

@@ -4,6 +4,7 @@ kept through compaction; or taken up by the model with `activate_skill`."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from domain.context import ContextBuilder, ContextFrame
@@ -89,3 +90,43 @@ def test_compaction_keeps_the_active_skills_instructions() -> None:
     builder.compact("they were researched", through_version=3)
     said = " ".join(str(m.content) for m in builder.conversation())
     assert "ALWAYS CITE." in said and "they were researched" in said
+
+
+class SteppingClock:
+    """A clock that moves `step` forward each time it is read."""
+
+    def __init__(self, step: timedelta) -> None:
+        self.now, self.step = datetime.now(UTC), step
+
+    def __call__(self) -> datetime:
+        self.now += self.step
+        return self.now
+
+
+async def test_a_skills_timeout_bounds_each_run_not_the_session(tmp_path: Path) -> None:
+    """deep-research allows 30 minutes: a run that goes past them ends with
+    `skill_timeout`, and the session's next run, hours after the skill was taken up,
+    still gets its own 30 minutes (the skill stays active, as its iterations do)."""
+    llm = scripted(
+        {"text": "I will research it."},
+        {"text": "Here is the summary."},
+        {"tool_calls": [call("note_progress", "n1", text="searched")]},
+        {"text": "never asked for: the skill's time is up"},
+    )
+    engine = make_engine(llm, tmp_path)
+    engine.runner.clock = SteppingClock(timedelta(minutes=20))  # each check: 20 minutes on
+    sid = await engine.new_session()
+    await engine.scheduler.send_message(sid, "research the AI agent market")
+    assert await engine.scheduler.wait(sid) == "completed"
+    assert len(engine.events(sid, "SkillActivated")) == 1
+
+    await engine.scheduler.send_message(sid, "now sum it up")  # an hour of clock later
+    assert await engine.scheduler.wait(sid) == "completed"
+    await engine.scheduler.send_message(sid, "and look further")
+    assert await engine.scheduler.wait(sid) == "completed"
+
+    reasons = [e.reason for e in engine.events(sid, "RunCompleted")]  # type: ignore[attr-defined]
+    assert reasons == ["end_turn", "end_turn", "skill_timeout"]
+    assert len(llm.requests) == 3  # the third run's tool ran; no turn after the time was up
+    (noted,) = engine.events(sid, "ToolResultRecorded")
+    assert isinstance(noted, S.ToolResultRecorded) and noted.status == "success"
