@@ -61,24 +61,30 @@ class RunState:
     async def load(self) -> None:
         warm = self.warm.take(self.session_id) if self.warm is not None else None
         if warm is not None:
-            self.log = await self.bridge(_tail, self.sessions, self.session_id, warm.version)
-            self.ledger, self._folded = warm.ledger, warm.context
-            self._log_from, self._snapshot_at = warm.version, warm.snapshot_at
-            for e in self.log:
-                self.ledger.apply(e)
-            self.version = self.log[-1].originator_version if self.log else warm.version
+            tail = await self.bridge(_tail, self.sessions, self.session_id, warm.version)
+            self._start(tail, warm.ledger, warm.context, warm.version, warm.snapshot_at)
             return
         loaded = await self.bridge(_load, self.sessions, self.session_id, self.snapshots)
-        self.log = loaded.tail
         if loaded.folded is None:
-            self.ledger = Ledger.of(self.log)
-            self._log_from = 0
+            self._start(loaded.tail, Ledger(), None, 0, 0)
         else:
-            self.ledger, self._folded = loaded.folded.ledger, loaded.folded.context
-            self._log_from = self._snapshot_at = loaded.folded.version
-            for e in self.log:
-                self.ledger.apply(e)
-        self.version = self.log[-1].originator_version if self.log else self._log_from
+            f = loaded.folded
+            self._start(loaded.tail, f.ledger, f.context, f.version, f.version)
+
+    def _start(
+        self,
+        tail: list[SessionEvent],
+        ledger: Ledger,
+        folded: FoldedContext | None,
+        version: int,
+        snapshot_at: int,
+    ) -> None:
+        """Begin from the fold up to `version` (none: version 0) and the events after it."""
+        self.log, self.ledger, self._folded = tail, ledger, folded
+        self._log_from, self._snapshot_at = version, snapshot_at
+        for e in tail:
+            ledger.apply(e)
+        self.version = tail[-1].originator_version if tail else version
 
     def follow(self, context: ContextBuilder) -> None:
         """Keep `context` up to date with the log from now on."""
@@ -185,7 +191,7 @@ def _load(
     kept = snapshots.latest(session_id) if snapshots is not None else None
     folded = context_snapshots.decode(kept[1], sessions.mapper) if kept is not None else None
     after = folded.version if folded is not None else 0
-    tail = list(sessions.session_events(session_id, after=after))
+    tail = _tail(sessions, session_id, after)
     if folded is None and not tail:
         raise SessionNotFound(session_id)  # a session has at least the event that started it
     return _Loaded(folded, tail)
