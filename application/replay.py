@@ -3,8 +3,8 @@
 The recorded log is the oracle. The user's inputs (messages, run requests, approvals,
 stops) are applied again as commands; the model answers with the recorded turns (or
 the recorded failure); tools with external effects answer with their recorded results,
-while built-in tools, which only write events, run for real (`application.replay_oracle`
-answers for the log). The engine must then
+while built-in tools, which only write events, run for real; a skill's time runs out
+where the log says it did (`application.replay_oracle` answers for the log). The engine must then
 produce the stored event sequence; the first difference is reported. No model is
 called and no tool touches the world.
 """
@@ -20,7 +20,7 @@ from uuid import UUID
 from application.manual_tools import ManualTools
 from application.memory_recall import RecordedRecall, RunMemory
 from application.ports import LLM
-from application.replay_oracle import Exhausted, ReplayLLM, ReplayToolCalls
+from application.replay_oracle import Exhausted, ReplayClock, ReplayLLM, ReplayToolCalls
 from application.runner import AgentRunner
 from application.runs import internal_failure
 from application.sessions import SessionService
@@ -75,6 +75,7 @@ async def replay(stored: Sequence[SessionEvent], *, engine: ReplayEngine) -> Rep
     # What no engine produced: the start, and for a fork the log it was given.
     target.events.put(list(stored[: _given(stored)]))
     target.before_change = _claims_of(stored)
+    runner.clock = ReplayClock(stored, position)
     runner.tool_calls = ReplayToolCalls(runner.tools, runner.tool_calls.blobs, stored)
     # Recalled as recorded, and nothing kept: the memories live outside the session.
     runner.memory = RunMemory(RecordedRecall(stored), None)

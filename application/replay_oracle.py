@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import cast
 from uuid import UUID
 
@@ -30,6 +31,9 @@ from domain.conversation import (
 from domain.events import SessionEvent
 from domain.session import AgentSession as S
 from domain.values import SourceSeen
+
+EARLIEST = datetime.min.replace(tzinfo=UTC)
+LATEST = datetime.max.replace(tzinfo=UTC)
 
 
 class Exhausted(Exception):
@@ -65,6 +69,24 @@ class ReplayLLM:
         else:  # the original was stopped here, mid-stream: wait to be cancelled the same way
             self.exhausted.set()
             await asyncio.Event().wait()
+
+
+class ReplayClock:
+    """The runner's clock in a replay. The only decision it takes on the time is whether
+    a skill's time is up, and the log says where it was: at a stored `RunCompleted` for
+    `skill_timeout` the time is the latest there is; anywhere else the earliest, so no
+    run ends on time the log does not show it ending on."""
+
+    def __init__(self, stored: Sequence[SessionEvent], position: Callable[[], int]) -> None:
+        self.stored = stored
+        self.position = position
+
+    def __call__(self) -> datetime:
+        at = self.position()
+        expected = self.stored[at] if at < len(self.stored) else None
+        if isinstance(expected, S.RunCompleted) and expected.reason == "skill_timeout":
+            return LATEST
+        return EARLIEST
 
 
 class ReplayBudgets:

@@ -130,3 +130,7 @@ async def test_a_skills_timeout_bounds_each_run_not_the_session(tmp_path: Path) 
     assert len(llm.requests) == 3  # the third run's tool ran; no turn after the time was up
     (noted,) = engine.events(sid, "ToolResultRecorded")
     assert isinstance(noted, S.ToolResultRecorded) and noted.status == "success"
+    # Replay reads the time from the log: the run ended on its skill's time there, at
+    # once, with no clock moved, and only there.
+    report = await replay_of(engine, sid)
+    assert report.identical, report.divergence
