@@ -63,6 +63,8 @@ class RunState:
         if warm is not None:
             tail = await self.bridge(_tail, self.sessions, self.session_id, warm.version)
             self._start(tail, warm.ledger, warm.context, warm.version, warm.snapshot_at)
+            if warm.session is not None:
+                self._lend(warm.session, tail)
             return
         loaded = await self.bridge(_load, self.sessions, self.session_id, self.snapshots)
         if loaded.folded is None:
@@ -85,6 +87,15 @@ class RunState:
         for e in tail:
             ledger.apply(e)
         self.version = tail[-1].originator_version if tail else version
+
+    def _lend(self, session: S, tail: list[SessionEvent]) -> None:
+        """Have the run's writes start from `session`, brought up to the tail just read."""
+        try:
+            for e in tail:
+                e.mutate(session)  # checks that each event is the next version
+        except Exception:
+            return  # not the fold's version after all: the first write reads the log
+        self.sessions.lend(session)
 
     def follow(self, context: ContextBuilder) -> None:
         """Keep `context` up to date with the log from now on."""
@@ -123,10 +134,14 @@ class RunState:
     def hand_over(self) -> None:
         """Leave the fold to the session's next run in this process, if it is exact: this
         state is not used again."""
+        session = self.sessions.take_back(self.session_id)
         if self.warm is None or self.context is None or not self._in_step:
             return
+        if session is not None and session.version != self.version:
+            session = None
         folded = self.context.folded()
-        self.warm.keep(self.session_id, Warm(self.version, self._snapshot_at, self.ledger, folded))
+        warm = Warm(self.version, self._snapshot_at, self.ledger, folded, session)
+        self.warm.keep(self.session_id, warm)
         self.context = None
 
     async def record(

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from threading import Lock
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
@@ -29,6 +30,15 @@ class _Hold:
     session_id: UUID
     run_id: UUID
     worker: str | None
+    # The session as the run's last write left it (or as `lend` gave it), which its next
+    # write starts from instead of reading the log; one write at a time takes it.
+    lent: AgentSession | None = None
+    _lock: Lock = field(default_factory=Lock)
+
+    def take(self) -> AgentSession | None:
+        with self._lock:
+            lent, self.lent = self.lent, None
+        return lent
 
     def check(self, session: AgentSession) -> None:
         if session.active_run != self.run_id:
@@ -192,35 +202,72 @@ class SessionService(RunCommands, Application[UUID]):
         finally:
             _HOLD.reset(token)
 
+    def lend(self, session: AgentSession) -> None:
+        """Let the run this task drives write on `session`, which the caller no longer
+        touches, instead of reading the log at its next write (see `_change`)."""
+        hold = _HOLD.get()
+        if hold is not None and hold.session_id == session.id:
+            hold.lent = session
+
+    def take_back(self, session_id: UUID) -> AgentSession | None:
+        """The session as the run this task drives last wrote it, if it was lent one."""
+        hold = _HOLD.get()
+        return hold.take() if hold is not None and hold.session_id == session_id else None
+
     def _change(
         self,
         session_id: UUID,
         command: Callable[[AgentSession], None],
         expected_version: int | None = None,
     ) -> Receipt:
-        session = self.get_session(session_id)
-        if expected_version is not None and session.version != expected_version:
-            raise Conflict(
-                f"session {session_id} is at version {session.version}, not {expected_version}"
-            )
-        if self.before_change is not None:
-            self.before_change(session)
         hold = _HOLD.get()
         if hold is not None and hold.session_id != session_id:
             hold = None  # the run's task writing to another session: not fenced by this run
+        lent = hold.take() if hold is not None else None
+        if lent is not None:
+            # What the run last wrote, which another writer may have passed since: what
+            # it refuses, or a write another writer's version beats, is judged again on
+            # the log. A write that lands was on the newest version (versions are unique).
+            try:
+                self._command(lent, command, expected_version, hold)
+            except Exception:
+                pass
+            else:
+                try:
+                    return self._save(lent, hold)
+                except Conflict:
+                    pass
+        session = self.get_session(session_id)
+        self._command(session, command, expected_version, hold)
+        return self._save(session, hold)
+
+    def _command(
+        self,
+        session: AgentSession,
+        command: Callable[[AgentSession], None],
+        expected_version: int | None,
+        hold: _Hold | None,
+    ) -> None:
+        if expected_version is not None and session.version != expected_version:
+            raise Conflict(
+                f"session {session.id} is at version {session.version}, not {expected_version}"
+            )
+        if self.before_change is not None:
+            self.before_change(session)
         if hold is not None:
             hold.check(session)
         command(session)
-        if hold is not None and hold.worker is None:
-            hold.worker = session.run_worker
-        return self._save(session)
 
-    def _save(self, session: AgentSession) -> Receipt:
+    def _save(self, session: AgentSession, hold: _Hold | None = None) -> Receipt:
         try:
             recordings = self.save(session)
         except IntegrityError:
             # Another writer stored this version first (the cache only ever hands
             # out copies, so nothing needs undoing).
             raise Conflict(f"session {session.id} was changed by another command") from None
+        if hold is not None:
+            if hold.worker is None:
+                hold.worker = session.run_worker
+            hold.lent = session
         events = tuple(as_session_event(r.domain_event) for r in recordings)
         return Receipt(session.id, session.version, recordings[-1].notification.id, events)

@@ -4,10 +4,11 @@ A run folds its session's log into a `Ledger` and a context. When it ends in ste
 with the store (no one else wrote between its commands), that fold is exactly the fold
 of the events up to its version, so the session's next run in this process can take it
 and read only the events after it (the user's next message and its request), instead
-of decoding the log from the newest stored snapshot on. `take` hands the objects over:
-the run that takes them folds into them, so no two runs ever hold the same ones. A
-session whose runs move between processes just reads a longer tail (events are
-immutable); a process that restarts starts cold. What is kept is bounded by sessions
+of decoding the log from the newest stored snapshot on; the session aggregate its last
+write left, caught up with those events, is what the next run writes on. `take` hands
+the objects over: the run that takes them folds into them, so no two runs ever hold the
+same ones. A session whose runs move between processes just reads a longer tail (events
+are immutable); a process that restarts starts cold. What is kept is bounded by sessions
 and by the tokens of their conversations.
 """
 
@@ -19,6 +20,7 @@ from uuid import UUID
 
 from domain.context import FoldedContext
 from domain.ledger import Ledger
+from domain.session import AgentSession
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class Warm:
     snapshot_at: int  # the version of the newest stored snapshot the run knew of
     ledger: Ledger
     context: FoldedContext
+    session: AgentSession | None = None  # the aggregate at `version`, for the next writes
 
     @property
     def tokens(self) -> int:

@@ -4,7 +4,10 @@ log builds; a fold that may have missed an event is never handed over."""
 
 from __future__ import annotations
 
+from contextvars import Context
 from uuid import UUID, uuid4
+
+import pytest
 
 from adapters.bootstrap.in_memory import in_memory_sessions
 from application.bridge import SyncBridge
@@ -13,6 +16,7 @@ from application.run_state import RunState
 from application.sessions import SessionService
 from application.warm_contexts import Warm, WarmContexts
 from domain.context import ContextBuilder, FoldedContext
+from domain.errors import ClaimLost
 from domain.ledger import Ledger
 from domain.session import AgentSession as S
 from tests.fakes.long_session import start, step
@@ -133,3 +137,72 @@ def test_what_is_kept_is_bounded_by_the_tokens_of_the_conversations() -> None:
     assert warm.tokens == 80 and len(warm) == 2
     taken = warm.take(b)
     assert taken is not None and taken.version == 2 and warm.tokens == 30
+
+
+class Reads:
+    """Counts the reads of a store's events (the recorder's `select_events`)."""
+
+    def __init__(self, sessions: SessionService) -> None:
+        self.count = 0
+        recorder = sessions.recorder
+        select = recorder.select_events
+
+        def counted(*args: object, **kwargs: object) -> object:
+            self.count += 1
+            return select(*args, **kwargs)  # type: ignore[arg-type]
+
+        recorder.select_events = counted  # type: ignore[method-assign]
+
+
+async def test_a_runs_writes_read_nothing_the_run_has_not_already_read() -> None:
+    """A run writes on the session as its own last write left it, caught up with the
+    events its start read: the only read of the store is that start's."""
+    sessions, bridge, warm = in_memory_sessions(), SyncBridge(2), WarmContexts()
+    try:
+        sid, run_id = start(sessions)
+        with sessions.hold(sid, run_id):
+            first = await started(sessions, bridge, warm, sid, run_id)
+            await run_steps(first, sessions, run_id, 2)
+            await first.record(sessions.complete_run, sid, run_id)
+            first.hand_over()
+        reads = Reads(sessions)
+        for n in range(3):
+            run_id = uuid4()
+            sessions.submit_message(sid, f"and now {n}?", run_id)  # another writer's events
+            with sessions.hold(sid, run_id):
+                before = reads.count
+                state = await started(sessions, bridge, warm, sid, run_id)
+                assert reads.count == before + 1  # the tail: the message and its request
+                await state.record(sessions.start_run, sid, run_id, "test-worker")
+                await run_steps(state, sessions, run_id, 2)
+                await state.record(sessions.complete_run, sid, run_id)
+                assert reads.count == before + 1, "a write read the session again"
+                state.hand_over()
+        events = list(sessions.session_events(sid))
+        assert [e.originator_version for e in events] == list(range(1, len(events) + 1))
+        assert sessions.get_session(sid).version == len(events)
+    finally:
+        bridge.close()
+
+
+async def test_a_write_after_another_writers_event_lands_after_it() -> None:
+    """The session a run writes on may be behind the log (a rename, a stop through the
+    API): its write is then judged again on the log, never lost nor refused for it."""
+    sessions, bridge, warm = in_memory_sessions(), SyncBridge(2), WarmContexts()
+    try:
+        sid, run_id = start(sessions)
+        with sessions.hold(sid, run_id):
+            state = await started(sessions, bridge, warm, sid, run_id)
+            await run_steps(state, sessions, run_id, 1)
+            elsewhere = Context()  # another task's writes: no run held there
+            elsewhere.run(sessions.rename_session, sid, "renamed while the run works")
+            await run_steps(state, sessions, run_id, 1)
+            elsewhere.run(sessions.stop_active_run, sid, "stopped by the user")
+            with pytest.raises(ClaimLost):
+                await state.record(sessions.complete_run, sid, run_id)
+        kinds = [type(e) for e in sessions.session_events(sid)]
+        renamed = kinds.index(S.SessionRenamed)
+        assert kinds[renamed + 1 :].count(S.AssistantTurnRecorded) == 1
+        assert kinds[-1] is S.RunStopped and S.RunCompleted not in kinds
+    finally:
+        bridge.close()
