@@ -7,19 +7,18 @@ than into the whole log again.
 
 from __future__ import annotations
 
-from typing import assert_never
+from collections.abc import Collection, Sequence
 from uuid import UUID
 
 from psycopg import Cursor
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
-from domain.events import SessionEvent
+from domain.events import SessionEvent, as_session_event
 from domain.session import AgentSession as S
-from domain.session_decks import DeckLog as D
 from domain.working_memory import KEPT_FAILURES, WorkingMemory, WorkingMemoryState, fold
 from domain.working_memory_render import render
-from projections.view import SessionView
+from projections.view import Event, SessionView
 
 DOCUMENT_COLUMNS = (
     "task_plan, findings, progress, plan_counts, finding_count, citation_count, "
@@ -48,54 +47,62 @@ class WorkingMemoryView(SessionView):
     )
     clear_statements = ("DELETE FROM working_memory_view",)
 
+    def apply_events(self, curs: Cursor[DictRow], events: Sequence[Event]) -> None:
+        """A batch: each session whose documents it changes is read once (all of them in
+        one statement), folded through all of its events in the batch, and written
+        once. A session whose events change only its open calls (the commonest: calls
+        and the results that worked) is edited in place, a write with no read, which a
+        pipeline sends without waiting."""
+        batch = [as_session_event(e) for e in events]
+        folded = {e.originator_id for e in batch if _changes_documents(e)}
+        started = {e.originator_id for e in batch if isinstance(e, S.SessionStarted)}
+        states = self._load_all(curs, folded - started)
+        for event in batch:
+            sid = event.originator_id
+            if sid not in folded:
+                self._edit_open_calls(curs, event)
+                continue
+            state = WorkingMemoryState() if isinstance(event, S.SessionStarted) else states[sid]
+            states[sid] = fold(state, event)
+        for sid, state in states.items():
+            self._store(curs, sid, state)
+
     def apply_session_event(self, curs: Cursor[DictRow], event: SessionEvent) -> None:
-        session_id = event.originator_id
+        self.apply_events(curs, [event])
+
+    def _edit_open_calls(self, curs: Cursor[DictRow], event: SessionEvent) -> None:
+        """The state's `open_calls` (kept so that a failure can name its tool)."""
         match event:
             case S.ToolCallRequested(tool_use_id=tool_use_id, tool=tool):
-                # The commonest events, and they change no document: the state's
-                # `open_calls` (so that a failure can name its tool) is edited in place,
-                # a write with no read, which a pipeline sends without waiting.
                 curs.execute(
                     "UPDATE working_memory_view SET state = jsonb_set(state, "
                     "ARRAY['open_calls', %s::text], to_jsonb(%s::text)) WHERE session_id = %s",
-                    (tool_use_id, tool, session_id),
+                    (tool_use_id, tool, event.originator_id),
                 )
-            case S.ToolResultRecorded(status=status) if status not in KEPT_FAILURES:
+            case S.ToolResultRecorded(tool_use_id=tool_use_id):
                 curs.execute(
                     "UPDATE working_memory_view SET state = state #- ARRAY['open_calls', %s::text] "
                     "WHERE session_id = %s",
-                    (event.tool_use_id, session_id),
+                    (tool_use_id, event.originator_id),
                 )
-            case S.SessionStarted():
-                self._store(curs, session_id, fold(WorkingMemoryState(), event))
-            case (
-                S.ToolResultRecorded() | S.SessionRenamed() | S.PlanUpdated()
-                | S.FindingRecorded() | S.ProgressNoted() | S.StrikeRecorded() | S.RunStarted()
-                | S.RunCompleted() | S.RunFailed() | S.RunStopped()
-            ):  # fmt: skip
-                self._store(curs, session_id, fold(self._load(curs, session_id), event))
-            case (
-                S.UserMessageAppended() | S.AssistantTurnRecorded() | S.ConfirmationRequested()
-                | S.ConfirmationGiven() | S.RebootRequested() | S.ContextCompacted()
-                | S.BudgetThresholdReached() | S.SourceRecorded() | S.SkillActivated()
-                | S.MemoriesRecalled()
-                | S.ArtifactCreated() | D.DeckEvent() | S.RunRequested() | S.SessionCompleted()
-                | S.SessionArchived()
-            ):  # fmt: skip
-                pass  # no document shows these
             case _:
-                assert_never(event)
+                pass  # no document shows it
 
-    def _load(self, curs: Cursor[DictRow], session_id: UUID) -> WorkingMemoryState:
-        # Fetching at once is what makes a read work inside `apply_batch`'s pipeline:
-        # psycopg syncs the pipeline, so the row holds every earlier write of the batch.
-        curs.execute("SELECT state FROM working_memory_view WHERE session_id = %s", (session_id,))
-        row = curs.fetchone()
-        if row is None:
-            # The session's start was never applied: stop loudly rather than build
-            # documents from half a log.
-            raise LookupError(f"no working memory for session {session_id}")
-        return WorkingMemoryState.from_json(row["state"])
+    def _load_all(
+        self, curs: Cursor[DictRow], session_ids: Collection[UUID]
+    ) -> dict[UUID, WorkingMemoryState]:
+        if not session_ids:
+            return {}
+        curs.execute(
+            "SELECT session_id, state FROM working_memory_view WHERE session_id = ANY(%s)",
+            (list(session_ids),),
+        )
+        rows = curs.fetchall()
+        found = {r["session_id"]: WorkingMemoryState.from_json(r["state"]) for r in rows}
+        missing = set(session_ids) - found.keys()
+        if missing:  # a start never applied: stop loudly rather than build half a log
+            raise LookupError(f"no working memory for sessions {sorted(map(str, missing))}")
+        return found
 
     def _store(self, curs: Cursor[DictRow], session_id: UUID, state: WorkingMemoryState) -> None:
         memory = render(state)
@@ -140,3 +147,15 @@ class WorkingMemoryView(SessionView):
             return list(
                 conn.execute("SELECT * FROM working_memory_view ORDER BY session_id").fetchall()
             )
+
+
+def _changes_documents(event: SessionEvent) -> bool:
+    """Whether `event` changes its session's documents, so is folded into its state."""
+    match event:
+        case S.ToolCallRequested():
+            return False  # an open call: named by a later failure, never shown
+        case S.ToolResultRecorded(status=status):
+            return status in KEPT_FAILURES
+        case _:
+            empty = WorkingMemoryState()
+            return fold(empty, event) is not empty  # the fold gives back what nothing changes

@@ -129,3 +129,41 @@ async def test_a_rebuilt_view_equals_the_live_one_row_for_row(
     assert report.events == head and report.position == head
     assert await container.bridge(view.all_rows) == live
     assert_view_is_the_fold(container, sids)
+
+
+async def test_a_batch_of_interleaved_sessions_writes_what_event_by_event_writes(
+    container: Container,
+) -> None:
+    """A batch folds each session it touches once, in memory: two sessions written in
+    turns, in batches of every size (the whole log in one, batches that end mid-run),
+    leave the rows a rebuild, event by event, leaves."""
+    app = container.sessions
+    a, b = working_session(container), working_session(container, findings=3)
+    for sid in (a, b):  # in turns: each session's events are spread over the log
+        app.note_progress(sid, "back to it")
+        app.request_tool_call(sid, "t9", "web_search", {"q": "y"})
+    for sid in (a, b):
+        app.record_tool_result(sid, "t9", "error", "no answer", error="timed out")
+        app.record_tool_result(sid, "t3", "success", "1")
+        app.stop_active_run(sid, "enough")
+    log = container.recorder.select_notifications(1, 1000)
+    view = view_of(container)
+    await container.bridge(rebuild, view, container.recorder, container.sessions.mapper)
+    expected = await container.bridge(view.all_rows)
+    assert_view_is_the_fold(container, [a, b])
+    for size in (len(log), 7, 2):
+        await container.bridge(cleared, view)
+        batches = [log[i : i + size] for i in range(0, len(log), size)]
+        runner = ProjectionRunner(
+            [view],
+            mapper=container.sessions.mapper,
+            feed=ListFeed(batches),
+            bridge=container.bridge,
+        )
+        await runner.run()
+        assert await container.bridge(view.all_rows) == expected, f"batches of {size}"
+
+
+def cleared(view: WorkingMemoryView) -> None:
+    with view.datastore.transaction(commit=True) as curs:
+        view.clear(curs)
