@@ -1,8 +1,8 @@
 """The Litestar application: built by `create_app`, started and drained by its lifespan.
 
-Handlers name what they need (`sessions: SessionService`, `views: ReadModels`,
-`scheduler: RunScheduler`, ...); `create_app` provides each from what the composition
-root built.
+Handlers take one dependency, `api: ApiDep` (adapters/http/deps.py), and use what they
+need of it (`api.sessions`, `api.views`, `api.scheduler`, ...); `create_app` builds it
+from what the composition root built.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresFactory
-from litestar import Litestar, Router
+from litestar import Litestar
 from litestar.di import Provide
 from litestar.middleware import DefineMiddleware
 from litestar.types import ControllerRouterHandler
@@ -27,12 +27,12 @@ from adapters.http.auth_routes import AuthController, WorkspaceController
 from adapters.http.budgets import BudgetsController
 from adapters.http.chat import ChatController
 from adapters.http.deck_pages import DeckController, DeckPages
-from adapters.http.deps import Access, ReadModels
-from adapters.http.episodic_search import episodic_search_router
+from adapters.http.deps import Access, Api, ReadModels
+from adapters.http.episodic_search import Episodes, EpisodicSearchController
 from adapters.http.errors import EXCEPTION_HANDLERS
 from adapters.http.idempotency import IdempotencyMiddleware, IdempotencyStore
 from adapters.http.limits import RateLimitMiddleware, RateLimits
-from adapters.http.memories import memories_router
+from adapters.http.memories import MemoryApi, MemoryController
 from adapters.http.metrics import Metrics, MetricsMiddleware, metrics_endpoint
 from adapters.http.openapi import complete, docs_assets, openapi_config
 from adapters.http.ops import OpsController, Probes
@@ -106,6 +106,7 @@ def create_app(
     assert isinstance(factory, PostgresFactory)
     idempotency = IdempotencyStore(factory.datastore)
     feed = _session_feed(container, services)
+    api = _api(container, feed, engine, views, access, probes)
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
@@ -137,10 +138,11 @@ def create_app(
         route_handlers=[
             *HANDLERS,
             docs_assets(),
-            _files_router(container, waiter),
-            *_memory_routers(container, waiter),
+            workspace_files_router(container.files.max_bytes),
+            MemoryController,
+            EpisodicSearchController,
         ],
-        dependencies=_dependencies(container, feed, engine, views, access, probes),
+        dependencies={"api": Provide(_constant(api), sync_to_thread=False)},  # the only one
         # Outermost first: metrics see every answer; limits and idempotency know the user.
         middleware=[
             MetricsMiddleware(metrics := Metrics(probes, limits)),
@@ -216,22 +218,24 @@ def _artifact_lookup(container: Container, waiter: ViewWaiter, access: Access) -
     return ArtifactLookup(view, waiter, access, container.bridge)
 
 
-def _files_router(container: Container, waiter: ViewWaiter) -> Router:
+def _file_listing(container: Container, waiter: ViewWaiter) -> FileListing:
     view = container.views[WorkspaceFilesView.name]
     assert isinstance(view, WorkspaceFilesView)
-    return workspace_files_router(container.files, FileListing(view, waiter, container.bridge))
+    return FileListing(view, waiter, container.bridge)
 
 
-def _memory_routers(container: Container, waiter: ViewWaiter) -> list[Router]:
-    """Long-term memory (`/memories`) and episodic search (`/search`)."""
-    memories, episodes = container.views[MemoriesView.name], container.views[EpisodesView.name]
-    assert isinstance(memories, MemoriesView) and isinstance(episodes, EpisodesView)
-    return [
-        memories_router(
-            container.memories, container.memory_access, memories, waiter, container.bridge
-        ),
-        episodic_search_router(episodes, waiter, container.bridge),
-    ]
+def _memory(container: Container, waiter: ViewWaiter) -> MemoryApi:
+    """Long-term memory (`/memories`)."""
+    view = container.views[MemoriesView.name]
+    assert isinstance(view, MemoriesView)
+    return MemoryApi(container.memories, container.memory_access, view, waiter, container.bridge)
+
+
+def _episodes(container: Container, waiter: ViewWaiter) -> Episodes:
+    """Episodic search (`/search`)."""
+    view = container.views[EpisodesView.name]
+    assert isinstance(view, EpisodesView)
+    return Episodes(view, waiter, container.bridge)
 
 
 def _log_recorder(container: Container, view: str) -> PostgresApplicationRecorder:
@@ -240,38 +244,34 @@ def _log_recorder(container: Container, view: str) -> PostgresApplicationRecorde
     return recorder
 
 
-def _dependencies(
+def _api(
     container: Container, feed: SessionFeed, engine: Engine, views: ReadModels, access: Access,
     probes: Probes,
-) -> dict[str, Provide]:  # fmt: skip
-    provided: dict[str, object] = {
-        "sessions": container.sessions,
-        "accounts": container.accounts,
-        "bridge": container.bridge,
-        "views": views,
-        "access": access,
-        "feed": feed,
-        "scheduler": engine.scheduler,
-        "manual": engine.manual,
-        "tools": engine.runner.tools,
-        "skills": engine.runner.skills or Skills(SkillRegistry(())),
-        "blobs": engine.blobs,
-        "workspace_files": container.files,
-        "probes": probes,
-        "workspaces": WorkspaceDirectory(_accounts_view(container), container.accounts),
-        "billing": Billing(
-            container.usage,
-            _budgets_view(container),
-            views.waiter,
-        ),
-        "artifacts": _artifact_lookup(container, views.waiter, access),
-        "previews": engine.previews,
-        "regenerator": engine.regenerator,
-        "decks": DeckPages(container.sessions, container.bridge, engine.previews),
-    }
-    return {
-        name: Provide(_constant(value), sync_to_thread=False) for name, value in provided.items()
-    }  # noqa: E501
+) -> Api:  # fmt: skip
+    return Api(
+        sessions=container.sessions,
+        accounts=container.accounts,
+        bridge=container.bridge,
+        views=views,
+        access=access,
+        feed=feed,
+        scheduler=engine.scheduler,
+        manual=engine.manual,
+        tools=engine.runner.tools,
+        skills=engine.runner.skills or Skills(SkillRegistry(())),
+        blobs=engine.blobs,
+        workspace_files=container.files,
+        probes=probes,
+        workspaces=WorkspaceDirectory(_accounts_view(container), container.accounts),
+        billing=Billing(container.usage, _budgets_view(container), views.waiter),
+        artifacts=_artifact_lookup(container, views.waiter, access),
+        previews=engine.previews,
+        regenerator=engine.regenerator,
+        decks=DeckPages(container.sessions, container.bridge, engine.previews),
+        file_listing=_file_listing(container, views.waiter),
+        episodes=_episodes(container, views.waiter),
+        memory=_memory(container, views.waiter),
+    )
 
 
 def _constant(value: object) -> Callable[[], object]:

@@ -10,13 +10,11 @@ from uuid import UUID
 
 import pypdf
 from litestar import Controller, Response, get
-from litestar.di import NamedDependency
 from litestar.params import FromPath, QueryParameter
 from pypdf.errors import PyPdfError
 
-from adapters.http.artifact_lookup import ArtifactLookup
-from adapters.http.deck_pages import DeckPages, Previews, deck_pdf
-from adapters.http.deps import Blobs, Caller
+from adapters.http.deck_pages import deck_pdf
+from adapters.http.deps import ApiDep, Caller
 from adapters.http.downloads import content_disposition, download
 from adapters.http.errors import ApiError
 from domain.decks import PPTX
@@ -42,46 +40,45 @@ class ArtifactController(Controller):
         self,
         artifact_id: FromPath[UUID],
         request: Caller,
-        artifacts: NamedDependency[ArtifactLookup],
+        api: ApiDep,
     ) -> ArtifactOut:
         """An artifact's metadata."""
-        return artifact_out(await artifacts.find(request, artifact_id))
+        return artifact_out(await api.artifacts.find(request, artifact_id))
 
     @get("/{artifact_id:uuid}/versions")
     async def versions(
         self,
         artifact_id: FromPath[UUID],
         request: Caller,
-        artifacts: NamedDependency[ArtifactLookup],
+        api: ApiDep,
     ) -> ArtifactVersions:
         """Every version of the artifact, oldest first (a deck gets one per change)."""
-        row = await artifacts.find(request, artifact_id)
-        return ArtifactVersions(items=[version_out(v) for v in await artifacts.versions(row)])
+        row = await api.artifacts.find(request, artifact_id)
+        versions = await api.artifacts.versions(row)
+        return ArtifactVersions(items=[version_out(v) for v in versions])
 
     @get("/{artifact_id:uuid}/download")
     async def download(
         self,
         artifact_id: FromPath[UUID],
         request: Caller,
-        artifacts: NamedDependency[ArtifactLookup],
-        blobs: Blobs,
-        previews: Previews,
+        api: ApiDep,
         version: Annotated[int | None, QueryParameter(ge=1)] = None,
         format: Annotated[str | None, QueryParameter()] = None,
     ) -> Response[bytes]:
         """The artifact's bytes (its latest version, or `version`), with its media type
         and file name; a slide deck as `format=pptx` (its own) or `format=pdf`."""
-        row = await artifacts.find(request, artifact_id)
-        found = await artifacts.version(row, version)
+        row = await api.artifacts.find(request, artifact_id)
+        found = await api.artifacts.version(row, version)
         if format is None or (format == "pptx" and row.kind == "ppt"):
-            data = await blobs.get(found.blob_ref)
+            data = await api.blobs.get(found.blob_ref)
             return download(data, found.media_type, content_disposition(found.name))
         if format != "pdf" or row.kind != "ppt":
             raise ApiError(
                 400, f"format {format!r}: a deck downloads as pptx or pdf; other artifacts as "
                 "they are (no format)", "BAD_FORMAT",
             )  # fmt: skip
-        pdf = await deck_pdf(previews, found.blob_ref)
+        pdf = await deck_pdf(api.previews, found.blob_ref)
         name = found.name.removesuffix(".pptx") + ".pdf"
         return download(pdf, "application/pdf", content_disposition(name))
 
@@ -90,23 +87,21 @@ class ArtifactController(Controller):
         self,
         artifact_id: FromPath[UUID],
         request: Caller,
-        artifacts: NamedDependency[ArtifactLookup],
-        blobs: Blobs,
-        decks: NamedDependency[DeckPages],
+        api: ApiDep,
         version: Annotated[int | None, QueryParameter(ge=1)] = None,
     ) -> Response[Preview]:
         """A deck's slides (text and thumbnail URLs) at its latest version or `version`;
         a report's Markdown (or any text artifact's text); a PDF's text by page."""
-        row = await artifacts.find(request, artifact_id)
+        row = await api.artifacts.find(request, artifact_id)
         if row.kind == "ppt" and row.media_type == PPTX:
-            return await decks.preview(row, await artifacts.version(row, version))
+            return await api.decks.preview(row, await api.artifacts.version(row, version))
         media_type = row.media_type.split(";", 1)[0].strip().lower()
         if media_type == "application/pdf":
-            data = await blobs.get(row.blob_ref)
+            data = await api.blobs.get(row.blob_ref)
             return Response(PdfPreview(await asyncio.to_thread(pdf_pages, data)))
         if media_type.startswith(TEXT_TYPES):
             return Response(
-                MarkdownPreview((await blobs.get(row.blob_ref)).decode(errors="replace"))
+                MarkdownPreview((await api.blobs.get(row.blob_ref)).decode(errors="replace"))
             )
         raise ApiError(
             415, f"no preview for {media_type} artifacts: download it", "PREVIEW_UNSUPPORTED"

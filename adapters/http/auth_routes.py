@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from litestar import Controller, get, post
-from litestar.di import NamedDependency
 from litestar.params import JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from adapters.http.deps import AccountsDep, BridgeDep, Caller
+from adapters.http.deps import ApiDep, Caller
 from application.accounts import TokenPair, WorkspaceInfo
-from projections.accounts import WorkspaceDirectory
 from schemas.api import (
     LoginBody,
     RefreshBody,
@@ -33,10 +31,9 @@ class AuthController(Controller):
     async def register(
         self,
         data: JSONBody[RegisterBody],
-        accounts: AccountsDep,
-        bridge: BridgeDep,
+        api: ApiDep,
     ) -> RegisterOut:
-        done = await bridge(accounts.register, data.email, data.password, data.name)
+        done = await api.bridge(api.accounts.register, data.email, data.password, data.name)
         return RegisterOut(
             user_id=done.user_id,
             email=data.email.strip().lower(),
@@ -49,28 +46,25 @@ class AuthController(Controller):
     async def login(
         self,
         data: JSONBody[LoginBody],
-        accounts: AccountsDep,
-        bridge: BridgeDep,
+        api: ApiDep,
     ) -> TokenOut:
-        return _tokens(await bridge(accounts.login, data.email, data.password))
+        return _tokens(await api.bridge(api.accounts.login, data.email, data.password))
 
     @post("/refresh", status_code=HTTP_200_OK)
     async def refresh(
         self,
         data: JSONBody[RefreshBody],
-        accounts: AccountsDep,
-        bridge: BridgeDep,
+        api: ApiDep,
     ) -> TokenOut:
-        return _tokens(await bridge(accounts.refresh, data.refresh_token))
+        return _tokens(await api.bridge(api.accounts.refresh, data.refresh_token))
 
     @post("/logout", status_code=HTTP_204_NO_CONTENT)
     async def logout(
         self,
         request: Caller,
-        accounts: AccountsDep,
-        bridge: BridgeDep,
+        api: ApiDep,
     ) -> None:
-        await bridge(accounts.logout, request.auth)
+        await api.bridge(api.accounts.logout, request.auth)
 
 
 class WorkspaceController(Controller):
@@ -81,10 +75,9 @@ class WorkspaceController(Controller):
     async def list_workspaces(
         self,
         request: Caller,
-        workspaces: NamedDependency[WorkspaceDirectory],
-        bridge: BridgeDep,
+        api: ApiDep,
     ) -> list[WorkspaceOut]:
-        found = await bridge(workspaces.workspaces_of, request.user.user_id)
+        found = await api.bridge(api.workspaces.workspaces_of, request.user.user_id)
         return [_workspace(w) for w in found]
 
     @post("/", status_code=HTTP_201_CREATED)
@@ -92,11 +85,10 @@ class WorkspaceController(Controller):
         self,
         data: JSONBody[WorkspaceBody],
         request: Caller,
-        accounts: AccountsDep,
-        bridge: BridgeDep,
+        api: ApiDep,
     ) -> WorkspaceOut:
-        created = await bridge(
-            accounts.create_workspace,
+        created = await api.bridge(
+            api.accounts.create_workspace,
             request.user.user_id,
             data.name,
             organization_id=data.organization_id,

@@ -10,13 +10,11 @@ from typing import Annotated, cast
 from uuid import UUID
 
 from litestar import Controller, delete, get, put
-from litestar.di import NamedDependency
 from litestar.exceptions import ValidationException
 from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.status_codes import HTTP_204_NO_CONTENT
 
-from adapters.http.deps import AccountsDep, BridgeDep, Caller
-from adapters.http.usage import Billing
+from adapters.http.deps import ApiDep, Caller
 from application.budget_guard import period_of
 from domain.budgets import BudgetLimits, check_scope
 from domain.errors import InvalidCommand
@@ -36,9 +34,7 @@ class BudgetsController(Controller):
         scope_id: FromPath[UUID],
         data: JSONBody[wire.BudgetBody],
         request: Caller,
-        accounts: AccountsDep,
-        billing: NamedDependency[Billing],
-        bridge: BridgeDep,
+        api: ApiDep,
     ) -> wire.BudgetOut:
         """Set a monthly budget (owners and admins for org, team and workspace ones)."""
         try:
@@ -46,9 +42,9 @@ class BudgetsController(Controller):
             limits = BudgetLimits.of(data.monthly_usd, data.monthly_tokens, data.thresholds)
         except InvalidCommand as e:
             raise ValidationException(str(e)) from None
-        await bridge(accounts.set_budget, request.user.user_id, checked, scope_id, limits)
+        await api.bridge(api.accounts.set_budget, request.user.user_id, checked, scope_id, limits)
         period = period_of(datetime.now(UTC))
-        spent = await bridge(billing.usage.spend, [(checked, scope_id)], period)
+        spent = await api.bridge(api.billing.usage.spend, [(checked, scope_id)], period)
         return _budget(checked, scope_id, limits, period, spent.get(f"{checked}:{scope_id}"))
 
     @delete("/budgets/{budget_scope:str}/{scope_id:uuid}", status_code=HTTP_204_NO_CONTENT)
@@ -57,31 +53,30 @@ class BudgetsController(Controller):
         budget_scope: FromPath[str],
         scope_id: FromPath[UUID],
         request: Caller,
-        accounts: AccountsDep,
-        bridge: BridgeDep,
+        api: ApiDep,
     ) -> None:
-        await bridge(accounts.remove_budget, request.user.user_id, _scope(budget_scope), scope_id)
+        scope = _scope(budget_scope)
+        await api.bridge(api.accounts.remove_budget, request.user.user_id, scope, scope_id)
 
     @get("/budgets")
     async def list_budgets(
         self,
         request: Caller,
-        accounts: AccountsDep,
-        billing: NamedDependency[Billing],
-        bridge: BridgeDep,
+        api: ApiDep,
     ) -> wire.BudgetList:
         """The budgets that cover the caller, with what was spent against them this month."""
-        profile = await bridge(accounts.profile, request.user.user_id)
+        profile = await api.bridge(api.accounts.profile, request.user.user_id)
         period = period_of(datetime.now(UTC))
-        await billing.caught_up("budgets", "usage")
-        rows = await bridge(
-            billing.budgets.covering,
+        await api.billing.caught_up("budgets", "usage")
+        rows = await api.bridge(
+            api.billing.budgets.covering,
             [o.organization_id for o in profile.organizations],
             [t.team_id for t in profile.teams],
             [w.workspace_id for w in profile.workspaces],
             profile.user_id,
         )
-        spent = await bridge(billing.usage.spend, [(r.scope, r.scope_id) for r in rows], period)
+        where = [(r.scope, r.scope_id) for r in rows]
+        spent = await api.bridge(api.billing.usage.spend, where, period)
         return wire.BudgetList(
             items=[
                 _budget(r.scope, r.scope_id, r.limits, period, spent.get(f"{r.scope}:{r.scope_id}"))
@@ -93,15 +88,15 @@ class BudgetsController(Controller):
     async def alerts(
         self,
         request: Caller,
-        accounts: AccountsDep,
-        billing: NamedDependency[Billing],
-        bridge: BridgeDep,
+        api: ApiDep,
         limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
     ) -> wire.AlertList:
         """Thresholds crossed, newest first: the caller's organizations' and their own."""
-        roles = await bridge(accounts.organization_roles, request.user.user_id)
-        await billing.caught_up("budgets")
-        rows = await bridge(billing.budgets.alerts, list(roles), request.user.user_id, limit)
+        roles = await api.bridge(api.accounts.organization_roles, request.user.user_id)
+        await api.billing.caught_up("budgets")
+        rows = await api.bridge(
+            api.billing.budgets.alerts, list(roles), request.user.user_id, limit
+        )
         return wire.AlertList(
             items=[
                 wire.AlertOut(

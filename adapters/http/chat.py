@@ -6,21 +6,18 @@ from datetime import UTC, datetime
 from uuid import UUID
 
 from litestar import Controller, get, post
-from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 from litestar.response import ServerSentEvent
 
 from adapters.http.approval_wait import across_approval, run_waiting
-from adapters.http.deps import AccessDep, Blobs, BridgeDep, Caller, ReadModels, SessionsDep
+from adapters.http.deps import ApiDep, Caller
 from adapters.http.openapi import SseOperation
 from adapters.http.streaming import run_messages, sse_response
 from adapters.http.uploads import check_attachments
-from adapters.nats.session_feed import SessionFeed
 from application.attachments import attach
 from application.receipt import Receipt
-from application.runs import Answer, RunScheduler
+from application.runs import Answer
 from application.sessions import SessionService
-from application.workspace_files import WorkspaceFiles
 from domain.session import AgentSession as S
 from domain.working_memory import WorkingMemory, fold_all
 from domain.working_memory_render import render
@@ -47,13 +44,7 @@ class ChatController(Controller):
         session_id: FromPath[UUID],
         data: JSONBody[ChatMessage],
         request: Caller,
-        access: AccessDep,
-        sessions: SessionsDep,
-        scheduler: NamedDependency[RunScheduler],
-        feed: NamedDependency[SessionFeed],
-        bridge: BridgeDep,
-        workspace_files: NamedDependency[WorkspaceFiles],
-        blobs: Blobs,
+        api: ApiDep,
     ) -> ServerSentEvent:
         """Append the message, start a run, and stream it (SSE) until it ends.
 
@@ -64,23 +55,23 @@ class ChatController(Controller):
         `Idempotency-Key` already used in this session nothing is appended: the run
         that the first request started is streamed again, from its message.
         """
-        workspace_id = await access.session_workspace(request.user, session_id, write=True)
+        workspace_id = await api.access.session_workspace(request.user, session_id, write=True)
         key = request.headers.get("idempotency-key")
-        first = None if key is None else await bridge(_first_use, sessions, session_id, key)
+        first = None if key is None else await api.bridge(_first_use, api.sessions, session_id, key)
         if first is None:
             uploads = [a for a in data.attachments if isinstance(a, str)]
             file_ids = [a.file_id for a in data.attachments if isinstance(a, FileAttachment)]
-            await check_attachments(request.app.state, bridge, session_id, uploads)
-            attached = await attach(workspace_files, blobs, workspace_id, file_ids)
-            receipt = await scheduler.send_message(
+            await check_attachments(request.app.state, api.bridge, session_id, uploads)
+            attached = await attach(api.workspace_files, api.blobs, workspace_id, file_ids)
+            receipt = await api.scheduler.send_message(
                 session_id, data.content, attachments=uploads, idempotency_key=key,
                 files=attached,
             )  # fmt: skip
             first = receipt.version - len(receipt.events), _run_of(receipt)
         after, run_id = first
         wait = float(request.app.state.get("approval_wait", DEFAULT_APPROVAL_WAIT))
-        messages = run_messages(feed, session_id, after, run_id)
-        waiting = run_waiting(sessions, bridge, session_id, run_id)
+        messages = run_messages(api.feed, session_id, after, run_id)
+        waiting = run_waiting(api.sessions, api.bridge, session_id, run_id)
         return sse_response(across_approval(messages, wait, waiting))
 
     @post("/{session_id:uuid}/confirm", status_code=200)
@@ -89,15 +80,14 @@ class ChatController(Controller):
         session_id: FromPath[UUID],
         data: JSONBody[ConfirmBody],
         request: Caller,
-        access: AccessDep,
-        scheduler: NamedDependency[RunScheduler],
+        api: ApiDep,
     ) -> ConfirmOut:
         """Answer a pending action; `status` and `next_action` say what the run does next.
 
         A chat stream that is waiting on this action goes on to the tool's result.
         """
-        await access.session_workspace(request.user, session_id, write=True)
-        answer = await scheduler.answer(
+        await api.access.session_workspace(request.user, session_id, write=True)
+        answer = await api.scheduler.answer(
             session_id, data.action_id, data.confirmed, data.feedback, str(request.user.user_id)
         )
         return confirm_out(session_id, data.action_id, data.confirmed, data.feedback, answer)
@@ -107,11 +97,10 @@ class ChatController(Controller):
         self,
         session_id: FromPath[UUID],
         request: Caller,
-        access: AccessDep,
-        scheduler: NamedDependency[RunScheduler],
+        api: ApiDep,
     ) -> StopOut:
-        await access.session_workspace(request.user, session_id, write=True)
-        receipt = await scheduler.stop(session_id)
+        await api.access.session_workspace(request.user, session_id, write=True)
+        receipt = await api.scheduler.stop(session_id)
         return StopOut(session_id=session_id, status="stopped", version=receipt.version)
 
     @get("/{session_id:uuid}/working-memory")
@@ -119,15 +108,12 @@ class ChatController(Controller):
         self,
         session_id: FromPath[UUID],
         request: Caller,
-        access: AccessDep,
-        views: NamedDependency[ReadModels],
-        sessions: SessionsDep,
-        bridge: BridgeDep,
+        api: ApiDep,
     ) -> WorkingMemoryOut:
-        await access.session_workspace(request.user, session_id)
-        memory = await bridge(views.memory.get, session_id)
+        await api.access.session_workspace(request.user, session_id)
+        memory = await api.bridge(api.views.memory.get, session_id)
         if memory is None:  # the read model is behind: render from the log itself
-            events = await bridge(lambda: list(sessions.session_events(session_id)))
+            events = await api.bridge(lambda: list(api.sessions.session_events(session_id)))
             memory = render(fold_all(events))
         return _memory_out(session_id, memory)
 

@@ -17,12 +17,10 @@ from uuid import UUID
 
 import msgspec
 from litestar import Controller, Response, get, post
-from litestar.di import NamedDependency
-from litestar.params import FromPath, JSONBody, QueryParameter, SkipValidation
+from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
-from adapters.http.artifact_lookup import ArtifactLookup
-from adapters.http.deps import AccessDep, Caller
+from adapters.http.deps import ApiDep, Caller
 from adapters.http.errors import ApiError
 from adapters.http.openapi import SseOperation
 from adapters.http.sse import payloads
@@ -47,9 +45,6 @@ from schemas.artifacts import (
     RegenerationDone,
     RegenerationFailed,
 )
-
-Previews = NamedDependency[SkipValidation[SlidePreviews]]
-Regenerator = NamedDependency[SkipValidation[SlideRegenerator]]
 
 
 async def deck_pdf(previews: SlidePreviews, blob_ref: str) -> bytes:
@@ -107,17 +102,16 @@ class DeckController(Controller):
         artifact_id: FromPath[UUID],
         page: FromPath[int],
         request: Caller,
-        artifacts: NamedDependency[ArtifactLookup],
-        previews: Previews,
+        api: ApiDep,
         version: Annotated[int | None, QueryParameter(ge=1)] = None,
     ) -> Response[bytes]:
         """A PNG of one slide (from 1) of the deck's latest version, or of `version`."""
-        row = await artifacts.find(request, artifact_id)
-        found = await artifacts.version(row, version)
+        row = await api.artifacts.find(request, artifact_id)
+        found = await api.artifacts.version(row, version)
         if row.kind != "ppt":
             raise ApiError(400, "only slide decks have page thumbnails", "NOT_A_DECK")
         try:
-            png = await previews.thumbnail(found.blob_ref, page)
+            png = await api.previews.thumbnail(found.blob_ref, page)
         except OfficeUnavailable as e:
             reason = f"thumbnails are unavailable: {e.reason}"
             raise ApiError(501, reason, "PREVIEW_UNAVAILABLE") from e
@@ -136,25 +130,23 @@ class DeckController(Controller):
         artifact_id: FromPath[UUID],
         data: JSONBody[RegenerateBody],
         request: Caller,
-        access: AccessDep,
-        artifacts: NamedDependency[ArtifactLookup],
-        regenerator: Regenerator,
+        api: ApiDep,
     ) -> ServerSentEvent:
         """Rewrite one slide of a deck from `instructions` with one model call (SSE): the
         stream ends with `done {status: "completed", artifact_id, version, page_index}`
         once the new version is recorded (every other slide unchanged), or with `error`
         (nothing recorded). A page out of range answers 422 before any stream."""
-        row = await artifacts.find(request, artifact_id)
+        row = await api.artifacts.find(request, artifact_id)
         if row.kind != "ppt":
             raise ApiError(400, "only slide decks regenerate a page", "NOT_A_DECK")
-        await access.session_workspace(request.user, row.session_id, write=True)
-        deck = await regenerator.check(row.session_id, artifact_id)
+        await api.access.session_workspace(request.user, row.session_id, write=True)
+        deck = await api.regenerator.check(row.session_id, artifact_id)
         if not 1 <= data.page_index <= len(deck.slides):
             raise ApiError(
                 422, f"page_index {data.page_index} is out of range: the deck has "
                 f"{len(deck.slides)} pages (1-{len(deck.slides)})", "PAGE_OUT_OF_RANGE",
             )  # fmt: skip
-        return sse_response(_regeneration(regenerator, row, data))
+        return sse_response(_regeneration(api.regenerator, row, data))
 
 
 async def _regeneration(

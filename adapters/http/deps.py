@@ -1,8 +1,9 @@
-"""What request handlers name as dependencies (`Provide`d by `create_app`), and who calls."""
+"""What request handlers use (`Api`, the one dependency `create_app` provides), and who calls."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from litestar import Request
@@ -13,7 +14,6 @@ from litestar.params import SkipValidation
 from adapters.http.read_your_writes import ViewWaiter
 from application.accounts import AccountService, Principal, WorkspaceInfo
 from application.bridge import SyncBridge
-from application.ports import BlobStore
 from application.sessions import SessionService
 from domain.account_errors import WorkspaceNotFound
 from domain.errors import SessionNotFound
@@ -22,8 +22,26 @@ from projections.confirmations import ConfirmationsView
 from projections.sessions import SessionsView
 from projections.working_memory import WorkingMemoryView
 
+if TYPE_CHECKING:  # `Api`'s field types only (the handlers' modules import this one)
+    from adapters.http.artifact_lookup import ArtifactLookup
+    from adapters.http.deck_pages import DeckPages
+    from adapters.http.episodic_search import Episodes
+    from adapters.http.memories import MemoryApi
+    from adapters.http.ops import Probes
+    from adapters.http.usage import Billing
+    from adapters.http.workspace_files import FileListing
+    from adapters.nats.session_feed import SessionFeed
+    from adapters.slides.previews import SlidePreviews
+    from application.manual_tools import ManualTools
+    from application.ports import BlobStore
+    from application.runs import RunScheduler
+    from application.skills.service import Skills
+    from application.slide_regeneration import SlideRegenerator
+    from application.tools.registry import ToolRegistry
+    from application.workspace_files import WorkspaceFiles
+    from projections.accounts import WorkspaceDirectory
+
 Caller = Request[Principal, str, State]  # an authenticated request
-Blobs = NamedDependency[SkipValidation[BlobStore]]  # a Protocol: not validated
 KNOWN_SESSIONS = 100_000  # sessions whose workspace a process keeps (forgotten all at once)
 
 
@@ -100,8 +118,40 @@ class Access:
             raise SessionNotFound(session_id) from None
 
 
-# The dependencies most handlers name, as `create_app` provides them.
-AccessDep = NamedDependency[Access]
-AccountsDep = NamedDependency[AccountService]
-BridgeDep = NamedDependency[SyncBridge]
-SessionsDep = NamedDependency[SessionService]
+@dataclass(frozen=True)
+class Api:
+    """Everything the request handlers use, provided as one dependency (`api: ApiDep`).
+
+    Each of these is a constant built once by `create_app`. Litestar resolves a handler's
+    dependencies level by level and runs a level with two or more in an anyio task group,
+    one task each, on every request (litestar-org/litestar#4563): a chat message that
+    named its eight constants one by one paid about 0.8 ms of CPU to look them up. One
+    dependency is looked up with no task group, so no route handler names more than one
+    (tests/integration/test_http_dependencies.py).
+    """
+
+    sessions: SessionService
+    accounts: AccountService
+    bridge: SyncBridge
+    views: ReadModels
+    access: Access
+    feed: SessionFeed
+    scheduler: RunScheduler
+    manual: ManualTools
+    tools: ToolRegistry
+    skills: Skills
+    blobs: BlobStore
+    workspace_files: WorkspaceFiles
+    probes: Probes
+    workspaces: WorkspaceDirectory
+    billing: Billing
+    artifacts: ArtifactLookup
+    previews: SlidePreviews
+    regenerator: SlideRegenerator
+    decks: DeckPages
+    file_listing: FileListing  # the workspace files read model
+    episodes: Episodes  # episodic search
+    memory: MemoryApi  # long-term memory
+
+
+ApiDep = NamedDependency[SkipValidation[Api]]  # provided as is: nothing to validate

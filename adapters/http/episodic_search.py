@@ -17,11 +17,10 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Annotated
 from uuid import UUID
 
-from litestar import Controller, Router, get
-from litestar.di import NamedDependency, Provide
+from litestar import Controller, get
 from litestar.params import FromQuery, QueryParameter
 
-from adapters.http.deps import AccessDep, Caller
+from adapters.http.deps import ApiDep, Caller
 from adapters.http.errors import ApiError
 from adapters.http.read_your_writes import ViewWaiter
 from application.bridge import SyncBridge
@@ -84,8 +83,7 @@ class EpisodicSearchController(Controller):
     async def search(
         self,
         request: Caller,
-        access: AccessDep,
-        episodes: NamedDependency[Episodes],
+        api: ApiDep,
         q: FromQuery[str] = "",
         workspace_id: FromQuery[UUID | None] = None,
         start: Annotated[str | None, QueryParameter(name="from")] = None,
@@ -101,20 +99,10 @@ class EpisodicSearchController(Controller):
         if first is not None and last is not None and first > last:
             raise ApiError(422, "`from` is after `to`", CODE)
         if workspace_id is not None:
-            await access.workspace(request.user, workspace_id)
-        return await episodes.search(
+            await api.access.workspace(request.user, workspace_id)
+        return await api.episodes.search(
             request.user.user_id, query, workspace_id=workspace_id, start=first, end=last, k=k
         )
-
-
-def episodic_search_router(view: EpisodesView, waiter: ViewWaiter, bridge: SyncBridge) -> Router:
-    """Episodic search over the episodes read model."""
-    episodes = Episodes(view, waiter, bridge)
-    return Router(
-        "/",
-        route_handlers=[EpisodicSearchController],
-        dependencies={"episodes": Provide(lambda: episodes, sync_to_thread=False)},
-    )
 
 
 def _query(q: str) -> str:

@@ -25,13 +25,12 @@ from datetime import datetime
 from typing import Annotated
 from uuid import UUID
 
-from litestar import Controller, Response, Router, delete, get, patch, post
-from litestar.di import NamedDependency, Provide
+from litestar import Controller, Response, delete, get, patch, post
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from adapters.http.deps import Caller
+from adapters.http.deps import ApiDep, Caller
 from adapters.http.read_your_writes import ViewWaiter
 from application.bridge import SyncBridge
 from application.memories import Memories
@@ -66,8 +65,8 @@ MAX_OFFSET = 10**9  # far past any listing, well inside Postgres's bigint
 
 @dataclass(frozen=True)
 class MemoryApi:
-    """What the memory handlers use: the service, who may do what, and the read model
-    (each blocking call through the bridge)."""
+    """What the memory handlers use (`api.memory`): the service, who may do what, and the
+    read model (each blocking call through the bridge)."""
 
     memories: Memories
     access: MemoryAccess
@@ -118,7 +117,7 @@ class MemoryController(Controller):
         },
     )
     async def remember(
-        self, data: JSONBody[MemoryCreate], request: Caller, memory_api: NamedDependency[MemoryApi]
+        self, data: JSONBody[MemoryCreate], request: Caller, api: ApiDep
     ) -> Response[MemoryOut]:
         """Remember something (default namespace: the caller's own). 201 with the new
         memory; 200 with `deduplicated: true` when an existing one was updated."""
@@ -128,8 +127,8 @@ class MemoryController(Controller):
             if data.namespace is None
             else Namespace.parse(data.namespace)
         )
-        grant = await memory_api.grant(user_id, namespace, write=True)
-        done = await memory_api.memories.remember(
+        grant = await api.memory.grant(user_id, namespace, write=True)
+        done = await api.memory.memories.remember(
             namespace,
             data.text,
             data.category,
@@ -145,7 +144,7 @@ class MemoryController(Controller):
     async def list_memories(
         self,
         request: Caller,
-        memory_api: NamedDependency[MemoryApi],
+        api: ApiDep,
         namespace: FromQuery[str | None] = None,
         category: FromQuery[str | None] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE)] = 50,
@@ -153,11 +152,11 @@ class MemoryController(Controller):
     ) -> MemoryPage:
         """The memories of `namespace` (default: every namespace the caller may read),
         of one `category` if given, with how many there are in all."""
-        namespaces = await memory_api.readable(request.user.user_id, namespace)
+        namespaces = await api.memory.readable(request.user.user_id, namespace)
         wanted = check_category(category) if category is not None else None
-        await memory_api.waiter.caught_up(MemoriesView.name)
-        rows, total = await memory_api.bridge(
-            memory_api.view.listing,
+        await api.memory.waiter.caught_up(MemoriesView.name)
+        rows, total = await api.memory.bridge(
+            api.memory.view.listing,
             [str(n) for n in namespaces],
             category=wanted,
             limit=limit,
@@ -166,12 +165,10 @@ class MemoryController(Controller):
         return MemoryPage(items=[_row_out(row) for row in rows], total=total)
 
     @get("/{memory_id:uuid}")
-    async def read(
-        self, memory_id: FromPath[UUID], request: Caller, memory_api: NamedDependency[MemoryApi]
-    ) -> MemoryOut:
+    async def read(self, memory_id: FromPath[UUID], request: Caller, api: ApiDep) -> MemoryOut:
         """The memory as it is now."""
-        namespace = await memory_api.locate(request.user.user_id, memory_id, write=False)
-        return _memory_out(await memory_api.memories.get(namespace, memory_id))
+        namespace = await api.memory.locate(request.user.user_id, memory_id, write=False)
+        return _memory_out(await api.memory.memories.get(namespace, memory_id))
 
     @patch("/{memory_id:uuid}")
     async def update(
@@ -179,12 +176,12 @@ class MemoryController(Controller):
         memory_id: FromPath[UUID],
         data: JSONBody[MemoryPatch],
         request: Caller,
-        memory_api: NamedDependency[MemoryApi],
+        api: ApiDep,
     ) -> MemoryOut:
         """Change the fields given (`expires_at: null` clears the expiry)."""
         user_id = request.user.user_id
-        namespace = await memory_api.locate(user_id, memory_id, write=True)
-        memory = await memory_api.memories.update(
+        namespace = await api.memory.locate(user_id, memory_id, write=True)
+        memory = await api.memory.memories.update(
             namespace,
             memory_id,
             ByUser(user_id),
@@ -196,44 +193,26 @@ class MemoryController(Controller):
         return _memory_out(memory)
 
     @delete("/{memory_id:uuid}", status_code=HTTP_204_NO_CONTENT)
-    async def forget(
-        self, memory_id: FromPath[UUID], request: Caller, memory_api: NamedDependency[MemoryApi]
-    ) -> None:
+    async def forget(self, memory_id: FromPath[UUID], request: Caller, api: ApiDep) -> None:
         """Forget the memory: gone from every search once this answers (its events stay)."""
         user_id = request.user.user_id
-        namespace = await memory_api.locate(user_id, memory_id, write=True)
-        await memory_api.memories.forget(namespace, memory_id, ByUser(user_id))
+        namespace = await api.memory.locate(user_id, memory_id, write=True)
+        await api.memory.memories.forget(namespace, memory_id, ByUser(user_id))
 
     @post("/search", status_code=HTTP_200_OK)
     async def search(
-        self, data: JSONBody[MemorySearch], request: Caller, memory_api: NamedDependency[MemoryApi]
+        self, data: JSONBody[MemorySearch], request: Caller, api: ApiDep
     ) -> MemoryHits:
         """The best `k` unexpired memories for `query` (by meaning and by keywords), in
         `namespace` or every namespace the caller may read, of `category` if given."""
-        namespaces = await memory_api.readable(request.user.user_id, data.namespace)
-        hits = await memory_api.memories.search(
+        namespaces = await api.memory.readable(request.user.user_id, data.namespace)
+        hits = await api.memory.memories.search(
             _query(data.query),
             namespaces,
             k=data.k,
             categories=None if data.category is None else [data.category],
         )
         return MemoryHits(items=[_hit_out(h) for h in hits])
-
-
-def memories_router(
-    memories: Memories,
-    access: MemoryAccess,
-    view: MemoriesView,
-    waiter: ViewWaiter,
-    bridge: SyncBridge,
-) -> Router:
-    """The memories API over the service, the access rules and the read model."""
-    api = MemoryApi(memories, access, view, waiter, bridge)
-    return Router(
-        "/",
-        route_handlers=[MemoryController],
-        dependencies={"memory_api": Provide(lambda: api, sync_to_thread=False)},
-    )
 
 
 def _query(query: str) -> str:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresTrackingRecorder
 from litestar import Controller, Response, get
-from litestar.di import NamedDependency
 
+from adapters.http.deps import ApiDep
 from adapters.http.read_your_writes import ViewWaiter
 from adapters.services import Services
 from application.auto_memory import MemoryKeeper
@@ -53,13 +53,14 @@ class OpsController(Controller):
     tags = ["operations"]
 
     @get("/health")
-    async def health(self, probes: NamedDependency[Probes]) -> Health:
+    async def health(self, api: ApiDep) -> Health:
         """The process is up; relay and projection positions and lags."""
-        return await health_report(probes)
+        return await health_report(api.probes)
 
     @get("/readiness")
-    async def readiness(self, probes: NamedDependency[Probes]) -> Response[dict[str, object]]:
+    async def readiness(self, api: ApiDep) -> Response[dict[str, object]]:
         """200 when Postgres and NATS answer and the read models keep up; 503 otherwise."""
+        probes = api.probes
         checks: dict[str, object] = {}
         try:
             await asyncio.wait_for(probes.bridge(probes.recorder.max_notification_id), 2.0)

@@ -6,19 +6,15 @@ from typing import Annotated, cast, get_args
 from uuid import UUID
 
 from litestar import Controller, get, post
-from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.response import ServerSentEvent
 
 from adapters.http.audit import EVENT_CLASSES, audit_event
 from adapters.http.chat import confirm_out
-from adapters.http.deps import Access, AccessDep, BridgeDep, Caller, ReadModels, SessionsDep
+from adapters.http.deps import Api, ApiDep, Caller
 from adapters.http.errors import ApiError
 from adapters.http.openapi import SseOperation
 from adapters.http.streaming import session_messages, sse_response
-from adapters.nats.session_feed import SessionFeed
-from application.bridge import SyncBridge
-from application.runs import RunScheduler
 from application.sessions import SessionService
 from domain.errors import NotFound
 from domain.events import SessionEvent
@@ -37,33 +33,30 @@ class StreamController(Controller):
         self,
         session_id: FromPath[UUID],
         request: Caller,
-        access: AccessDep,
-        feed: NamedDependency[SessionFeed],
+        api: ApiDep,
         last_event_id: Annotated[str | None, QueryParameter(name="last_event_id")] = None,
     ) -> ServerSentEvent:
         """Every stored event after `Last-Event-ID` (header or query), then live."""
-        session = await access.session(request.user, session_id)
+        session = await api.access.session(request.user, session_id)
         raw = request.headers.get("last-event-id") or last_event_id
-        return sse_response(session_messages(feed, session_id, _after(raw, session.version)))
+        return sse_response(session_messages(api.feed, session_id, _after(raw, session.version)))
 
     @get("/{session_id:uuid}/events")
     async def audit(
         self,
         session_id: FromPath[UUID],
         request: Caller,
-        access: AccessDep,
-        sessions: SessionsDep,
-        bridge: BridgeDep,
+        api: ApiDep,
         after: Annotated[int, QueryParameter(ge=0, le=2**62)] = 0,
         limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
         event_type: Annotated[str | None, QueryParameter(name="type", max_length=100)] = None,
     ) -> AuditPage:
         """The raw events, paginated by version (`after`), filterable by type."""
-        await access.session_workspace(request.user, session_id)
+        await api.access.session_workspace(request.user, session_id)
         wanted = None if event_type is None else EVENT_CLASSES.get(event_type)
         if event_type is not None and wanted is None:
             raise ApiError(400, f"event_type: no event type {event_type!r}")
-        events = await bridge(_page, sessions, session_id, after, limit, wanted)
+        events = await api.bridge(_page, api.sessions, session_id, after, limit, wanted)
         items = [audit_event(e) for e in events]
         next_after = items[-1].version if len(items) == limit else None
         return AuditPage(items, next_after, limit)
@@ -73,19 +66,17 @@ class StreamController(Controller):
         self,
         session_id: FromPath[UUID],
         request: Caller,
-        access: AccessDep,
-        views: NamedDependency[ReadModels],
-        bridge: BridgeDep,
+        api: ApiDep,
     ) -> list[HitlRequestOut]:
         """The questions waiting for an answer (read-your-writes: as the session has them)."""
-        session = await access.session(request.user, session_id)
+        session = await api.access.session(request.user, session_id)
         rows: list[ConfirmationRow] = []
 
         async def caught_up() -> bool:
-            rows[:] = await bridge(views.confirmations.pending, session_id)
+            rows[:] = await api.bridge(api.views.confirmations.pending, session_id)
             return {r.action_id for r in rows} == set(session.pending_confirmations)
 
-        await views.waiter.until("confirmations", caught_up)
+        await api.views.waiter.until("confirmations", caught_up)
         return [_request_out(r) for r in rows]
 
 
@@ -98,11 +89,9 @@ class HitlController(Controller):
         self,
         request_id: FromPath[str],
         request: Caller,
-        access: AccessDep,
-        views: NamedDependency[ReadModels],
-        bridge: BridgeDep,
+        api: ApiDep,
     ) -> HitlRequestOut:
-        return _request_out(await _visible(access, views, bridge, request, request_id))
+        return _request_out(await _visible(api, request, request_id))
 
     @post("/{request_id:str}/confirm", status_code=200)
     async def confirm(
@@ -110,33 +99,29 @@ class HitlController(Controller):
         request_id: FromPath[str],
         data: JSONBody[HitlConfirmBody],
         request: Caller,
-        access: AccessDep,
-        views: NamedDependency[ReadModels],
-        bridge: BridgeDep,
-        scheduler: NamedDependency[RunScheduler],
+        api: ApiDep,
     ) -> ConfirmOut:
-        row = await _visible(access, views, bridge, request, request_id, write=True)
-        answer = await scheduler.answer(
+        row = await _visible(api, request, request_id, write=True)
+        answer = await api.scheduler.answer(
             row.session_id, request_id, data.approved, data.user_feedback, str(request.user.user_id)
         )
         return confirm_out(row.session_id, request_id, data.approved, data.user_feedback, answer)
 
 
 async def _visible(
-    access: Access, views: ReadModels, bridge: SyncBridge, request: Caller, request_id: str,
-    *, write: bool = False,
-) -> ConfirmationRow:  # fmt: skip
+    api: Api, request: Caller, request_id: str, *, write: bool = False
+) -> ConfirmationRow:
     """The request, once the confirmations view has it (it may just have been asked)."""
     found: list[ConfirmationRow] = []
 
     async def known() -> bool:
-        row = await bridge(views.confirmations.get, request_id)
+        row = await api.bridge(api.views.confirmations.get, request_id)
         found[:] = [row] if row is not None else []
         return row is not None
 
-    if not await views.waiter.until("confirmations", known, timeout=1.0):
+    if not await api.views.waiter.until("confirmations", known, timeout=1.0):
         raise NotFound(f"no confirmation request {request_id}")
-    await access.session_workspace(request.user, found[0].session_id, write=write)
+    await api.access.session_workspace(request.user, found[0].session_id, write=write)
     return found[0]
 
 

@@ -11,19 +11,16 @@ from typing import Annotated
 from uuid import UUID
 
 from litestar import Controller, delete, get, patch, post
-from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from adapters.http.deps import AccessDep, BridgeDep, Caller, ReadModels, SessionsDep
+from adapters.http.deps import Api, ApiDep, Caller
 from adapters.http.sse import message_of, payloads
-from application.bridge import SyncBridge
 from application.receipt import Receipt
 from application.sessions import SessionService
 from domain.events import SessionEvent
 from domain.session import AgentSession
 from domain.values import SessionSettings
-from projections.accounts import WorkspaceDirectory
 from projections.sessions import SessionSummary
 from schemas import sse
 from schemas.api import (
@@ -49,14 +46,12 @@ class SessionController(Controller):
         self,
         data: JSONBody[SessionCreate],
         request: Caller,
-        access: AccessDep,
-        sessions: SessionsDep,
-        bridge: BridgeDep,
+        api: ApiDep,
     ) -> SessionOut:
-        workspace = await access.workspace_info(request.user, data.workspace_id, write=True)
+        workspace = await api.access.workspace_info(request.user, data.workspace_id, write=True)
         settings = _settings(data)
-        receipt = await bridge(
-            sessions.start_session,
+        receipt = await api.bridge(
+            api.sessions.start_session,
             workspace_id=data.workspace_id,
             organization_id=workspace.organization_id,
             team_id=workspace.team_id,
@@ -66,16 +61,13 @@ class SessionController(Controller):
             model=settings.model or "",
             settings=settings,
         )
-        return await _written(sessions, bridge, receipt)
+        return await _written(api, receipt)
 
     @get("/")
     async def list_sessions(
         self,
         request: Caller,
-        access: AccessDep,
-        views: NamedDependency[ReadModels],
-        bridge: BridgeDep,
-        workspaces: NamedDependency[WorkspaceDirectory],
+        api: ApiDep,
         workspace_id: FromQuery[UUID | None] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=100)] = 20,
         offset: Annotated[int, QueryParameter(ge=0, le=1_000_000_000)] = 0,
@@ -83,14 +75,14 @@ class SessionController(Controller):
     ) -> SessionPage:
         """A workspace's sessions; without `workspace_id`, the caller's in all of theirs."""
         if workspace_id is not None:
-            await access.workspace(request.user, workspace_id)
+            await api.access.workspace(request.user, workspace_id)
             scope: list[UUID] = [workspace_id]
         else:
-            mine = await bridge(workspaces.workspaces_of, request.user.user_id)
+            mine = await api.bridge(api.workspaces.workspaces_of, request.user.user_id)
             scope = [w.workspace_id for w in mine]
-        await views.waiter.caught_up("sessions")
-        rows, total = await bridge(
-            views.sessions.list_for_workspace, scope, status=status, limit=limit, offset=offset
+        await api.views.waiter.caught_up("sessions")
+        rows, total = await api.bridge(
+            api.views.sessions.list_for_workspace, scope, status=status, limit=limit, offset=offset
         )
         return SessionPage([_out(r) for r in rows], total, limit, offset)
 
@@ -99,13 +91,11 @@ class SessionController(Controller):
         self,
         session_id: FromPath[UUID],
         request: Caller,
-        access: AccessDep,
-        views: NamedDependency[ReadModels],
-        bridge: BridgeDep,
+        api: ApiDep,
         include_details: FromQuery[bool] = False,
     ) -> SessionOut:
-        session = await access.session(request.user, session_id)
-        out = await _summary(views, bridge, session)
+        session = await api.access.session(request.user, session_id)
+        out = await _summary(api, session)
         if include_details:
             out.details = _details(session)
         return out
@@ -116,43 +106,37 @@ class SessionController(Controller):
         session_id: FromPath[UUID],
         data: JSONBody[SessionPatch],
         request: Caller,
-        access: AccessDep,
-        sessions: SessionsDep,
-        bridge: BridgeDep,
+        api: ApiDep,
     ) -> SessionOut:
-        session = await access.session(request.user, session_id, write=True)
+        session = await api.access.session(request.user, session_id, write=True)
         if data.title is not None:
-            await bridge(sessions.rename_session, session_id, data.title)
+            await api.bridge(api.sessions.rename_session, session_id, data.title)
         if data.status == "completed":
-            await bridge(sessions.complete_session, session_id)
+            await api.bridge(api.sessions.complete_session, session_id)
         if data.title is None and data.status is None:
             return _from_session(session)
-        return _from_session(await bridge(sessions.get_session, session_id))
+        return _from_session(await api.bridge(api.sessions.get_session, session_id))
 
     @delete("/{session_id:uuid}", status_code=HTTP_204_NO_CONTENT)
     async def archive_session(
         self,
         session_id: FromPath[UUID],
         request: Caller,
-        access: AccessDep,
-        sessions: SessionsDep,
-        bridge: BridgeDep,
+        api: ApiDep,
     ) -> None:
         """Archive: the log stays whole; the session leaves the lists."""
-        await access.session_workspace(request.user, session_id, write=True)
-        await bridge(sessions.archive_session, session_id)
+        await api.access.session_workspace(request.user, session_id, write=True)
+        await api.bridge(api.sessions.archive_session, session_id)
 
     @post("/{session_id:uuid}/complete", status_code=200)
     async def complete_session(
         self,
         session_id: FromPath[UUID],
         request: Caller,
-        access: AccessDep,
-        sessions: SessionsDep,
-        bridge: BridgeDep,
+        api: ApiDep,
     ) -> SessionOut:
-        await access.session_workspace(request.user, session_id, write=True)
-        return await _written(sessions, bridge, await bridge(sessions.complete_session, session_id))
+        await api.access.session_workspace(request.user, session_id, write=True)
+        return await _written(api, await api.bridge(api.sessions.complete_session, session_id))
 
     @post("/{session_id:uuid}/fork", status_code=HTTP_201_CREATED)
     async def fork_session(
@@ -160,27 +144,23 @@ class SessionController(Controller):
         session_id: FromPath[UUID],
         data: JSONBody[ForkBody],
         request: Caller,
-        access: AccessDep,
-        sessions: SessionsDep,
-        bridge: BridgeDep,
+        api: ApiDep,
     ) -> SessionOut:
         """A new session holding this one's log up to `at_version`."""
-        await access.session_workspace(request.user, session_id, write=True)
-        receipt = await bridge(sessions.fork_session, session_id, data.at_version)
-        return await _written(sessions, bridge, receipt)
+        await api.access.session_workspace(request.user, session_id, write=True)
+        receipt = await api.bridge(api.sessions.fork_session, session_id, data.at_version)
+        return await _written(api, receipt)
 
     @get("/{session_id:uuid}/messages")
     async def messages(
         self,
         session_id: FromPath[UUID],
         request: Caller,
-        access: AccessDep,
-        sessions: SessionsDep,
-        bridge: BridgeDep,
+        api: ApiDep,
         limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
     ) -> MessagePage:
-        await access.session_workspace(request.user, session_id)
-        events = await bridge(_events, sessions, session_id)
+        await api.access.session_workspace(request.user, session_id)
+        events = await api.bridge(_events, api.sessions, session_id)
         items = [_message_out(m) for m in map(message_of, events) if m is not None]
         return MessagePage(items[-limit:], len(items))
 
@@ -189,13 +169,11 @@ class SessionController(Controller):
         self,
         session_id: FromPath[UUID],
         request: Caller,
-        access: AccessDep,
-        sessions: SessionsDep,
-        bridge: BridgeDep,
+        api: ApiDep,
     ) -> list[sse.Artifact]:
         """The session's `ArtifactCreated` events, as the SSE `artifact` payload has them."""
-        await access.session_workspace(request.user, session_id)
-        events = await bridge(_events, sessions, session_id)
+        await api.access.session_workspace(request.user, session_id)
+        events = await api.bridge(_events, api.sessions, session_id)
         return [p for e in events for p in payloads(e) if isinstance(p, sse.Artifact)]
 
 
@@ -207,21 +185,21 @@ def _settings(data: SessionCreate) -> SessionSettings:
     return SessionSettings(s.confirmation, tools, s.max_iterations, s.token_budget, s.model)
 
 
-async def _written(sessions: SessionService, bridge: SyncBridge, receipt: Receipt) -> SessionOut:
+async def _written(api: Api, receipt: Receipt) -> SessionOut:
     """The session as the command left it: from the write side, never a read model."""
-    return _from_session(await bridge(sessions.get_session, receipt.session_id))
+    return _from_session(await api.bridge(api.sessions.get_session, receipt.session_id))
 
 
-async def _summary(views: ReadModels, bridge: SyncBridge, session: AgentSession) -> SessionOut:
+async def _summary(api: Api, session: AgentSession) -> SessionOut:
     """The view's row once it shows the session's version; else what the log says."""
     found: list[SessionSummary] = []
 
     async def caught_up() -> bool:
-        row = await bridge(views.sessions.get, session.id)
+        row = await api.bridge(api.views.sessions.get, session.id)
         found[:] = [row] if row is not None else []
         return row is not None and row.version >= session.version
 
-    if await views.waiter.until("sessions", caught_up):
+    if await api.views.waiter.until("sessions", caught_up):
         return _out(found[0])
     return _from_session(session)
 

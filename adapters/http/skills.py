@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from litestar import Controller, get
-from litestar.di import NamedDependency
 from litestar.params import FromPath
 
-from application.skills.service import Skills
+from adapters.http.deps import ApiDep
 from application.skills.skill import Skill
 from domain.errors import NotFound
 from schemas.skills import SkillDetail, SkillList, SkillOut
@@ -22,14 +21,14 @@ class SkillController(Controller):
     tags = ["skills"]
 
     @get("/")
-    async def list_skills(self, skills: NamedDependency[Skills]) -> SkillList:
+    async def list_skills(self, api: ApiDep) -> SkillList:
         """Every enabled skill (Level 1: what it does and when to use it)."""
-        return SkillList(items=[_out(s) for s in skills.registry])
+        return SkillList(items=[_out(s) for s in api.skills.registry])
 
     @get("/{name:str}")
-    async def get_skill(self, name: FromPath[str], skills: NamedDependency[Skills]) -> SkillDetail:
+    async def get_skill(self, name: FromPath[str], api: ApiDep) -> SkillDetail:
         """One skill with its instructions (an underscore name finds the hyphen one)."""
-        skill = skills.get(name)
+        skill = api.skills.get(name)
         if skill is None:
             raise SkillNotFound(name)
         out = _out(skill)

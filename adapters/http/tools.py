@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import msgspec
 from litestar import Controller, Response, get, post
-from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
-from adapters.http.deps import AccessDep, Caller
-from application.manual_tools import ManualTools
+from adapters.http.deps import ApiDep, Caller
 from application.tools.base import AnyTool
 from application.tools.registry import ToolRegistry, ToolRejected
 from domain.errors import NotFound
@@ -21,17 +19,15 @@ class ToolController(Controller):
     tags = ["tools"]
 
     @get("/")
-    async def list_tools(self, tools: NamedDependency[ToolRegistry]) -> list[ToolOut]:
-        registry = tools
+    async def list_tools(self, api: ApiDep) -> list[ToolOut]:
+        registry = api.tools
         return [
             ToolOut(s.name, s.description, registry.get(s.name).risky) for s in registry.specs()
         ]
 
     @get("/{name:str}/schema")
-    async def schema(
-        self, name: FromPath[str], tools: NamedDependency[ToolRegistry]
-    ) -> ToolSchemaOut:
-        tool = _tool(tools, name)
+    async def schema(self, name: FromPath[str], api: ApiDep) -> ToolSchemaOut:
+        tool = _tool(api.tools, name)
         spec = tool.spec()
         return ToolSchemaOut(spec.name, spec.description, spec.input_schema, tool.risky)
 
@@ -41,14 +37,12 @@ class ToolController(Controller):
         name: FromPath[str],
         data: JSONBody[ToolExecuteBody],
         request: Caller,
-        access: AccessDep,
-        tools: NamedDependency[ToolRegistry],
-        manual: NamedDependency[ManualTools],
+        api: ApiDep,
     ) -> Response[ToolExecuteOut]:
         """Run a tool in a session by hand; 202 with an action id if it needs approval first."""
-        tool = _tool(tools, name)
-        await access.session_workspace(request.user, data.session_id, write=True)
-        outcome = await manual.execute(data.session_id, name, data.args)
+        tool = _tool(api.tools, name)
+        await api.access.session_workspace(request.user, data.session_id, write=True)
+        outcome = await api.manual.execute(data.session_id, name, data.args)
         status = HTTP_202_ACCEPTED if outcome.status == "confirm_required" else HTTP_200_OK
         body = ToolExecuteOut(
             tool_call_id=outcome.tool_use_id,

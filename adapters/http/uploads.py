@@ -22,7 +22,7 @@ from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath
 from litestar.status_codes import HTTP_201_CREATED
 
-from adapters.http.deps import AccessDep, Blobs, BridgeDep, Caller
+from adapters.http.deps import ApiDep, Caller
 from adapters.http.errors import ApiError
 from application.bridge import SyncBridge
 
@@ -126,12 +126,10 @@ class UploadController(Controller):
         session_id: FromPath[UUID],
         data: Annotated[AttachmentForm, Body(media_type=RequestEncodingType.MULTI_PART)],
         request: Caller,
-        access: AccessDep,
-        blobs: Blobs,
-        bridge: BridgeDep,
+        api: ApiDep,
     ) -> AttachmentOut:
         """Store a file (multipart field `file`, at most 10 MiB); cite its `blob_ref` in chat."""
-        await access.session_workspace(request.user, session_id, write=True)
+        await api.access.session_workspace(request.user, session_id, write=True)
         try:
             content = await data.file.read(MAX_UPLOAD + 1)
         finally:
@@ -139,6 +137,6 @@ class UploadController(Controller):
         if len(content) > MAX_UPLOAD:
             raise ApiError(413, f"a file may have at most {MAX_UPLOAD} bytes")
         content_type = data.file.content_type or DEFAULT_TYPE
-        blob_ref = await blobs.put(content, content_type=content_type)
-        await bridge(session_uploads(request.app.state).add, session_id, blob_ref)
+        blob_ref = await api.blobs.put(content, content_type=content_type)
+        await api.bridge(session_uploads(request.app.state).add, session_id, blob_ref)
         return AttachmentOut(blob_ref, data.file.filename[:255], len(content), content_type)

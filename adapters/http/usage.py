@@ -17,15 +17,12 @@ from uuid import UUID
 
 import msgspec
 from litestar import Controller, Response, get
-from litestar.di import NamedDependency
 from litestar.exceptions import ValidationException
 from litestar.params import FromPath, FromQuery, QueryParameter
 
-from adapters.http.deps import AccessDep, AccountsDep, BridgeDep, Caller
+from adapters.http.deps import Api, ApiDep, Caller
 from adapters.http.read_your_writes import ViewWaiter
 from adapters.usage_params import UsageParamError, day_range, group_keys
-from application.accounts import AccountService
-from application.bridge import SyncBridge
 from domain.accounts import MANAGING_ROLES
 from domain.errors import NotFound, SessionNotFound
 from domain.pricing import usd_text
@@ -67,10 +64,7 @@ class UsageController(Controller):
     async def usage(
         self,
         request: Caller,
-        access: AccessDep,
-        accounts: AccountsDep,
-        billing: NamedDependency[Billing],
-        bridge: BridgeDep,
+        api: ApiDep,
         group_by: FromQuery[str] = "model",
         start: Annotated[str | None, QueryParameter(name="from")] = None,
         to: FromQuery[str | None] = None,
@@ -84,16 +78,16 @@ class UsageController(Controller):
             keys, (first, last) = group_keys(group_by), day_range(start, to)
         except UsageParamError as e:
             raise ValidationException(str(e)) from None
-        who = await _visibility(request.user.user_id, accounts, bridge)
+        who = await _visibility(request.user.user_id, api)
         if workspace_id is not None:
-            await access.workspace(request.user, workspace_id)
+            await api.access.workspace(request.user, workspace_id)
         if user_id is not None and user_id != who.user_id:
-            roles = await bridge(accounts.organization_roles, user_id)
+            roles = await api.bridge(api.accounts.organization_roles, user_id)
             if not set(roles) & set(who.whole):
                 raise NotFound(f"user {user_id} not found")
         where = UsageFilter(first, last, workspace_id, user_id, model)
-        await billing.caught_up("usage")
-        groups = await bridge(billing.usage.usage, who, where, keys)
+        await api.billing.caught_up("usage")
+        groups = await api.bridge(api.billing.usage.usage, who, where, keys)
         items = [_item(g.keys, g.figures) for g in groups]
         totals = sum((g.figures for g in groups), Figures())
         report = wire.UsageReport(
@@ -108,18 +102,15 @@ class UsageController(Controller):
         self,
         session_id: FromPath[UUID],
         request: Caller,
-        access: AccessDep,
-        billing: NamedDependency[Billing],
-        bridge: BridgeDep,
-        accounts: AccountsDep,
+        api: ApiDep,
     ) -> wire.SessionUsage:
         """A session's model calls, by run and one by one."""
-        session = await access.session(request.user, session_id)
-        who = await _visibility(request.user.user_id, accounts, bridge)
+        session = await api.access.session(request.user, session_id)
+        who = await _visibility(request.user.user_id, api)
         if session.owner_id != who.user_id and session.organization_id not in who.whole:
             raise SessionNotFound(session_id)  # a member sees their own usage only
-        await billing.caught_up("usage")
-        calls = await bridge(billing.usage.session_calls, session_id)
+        await api.billing.caught_up("usage")
+        calls = await api.bridge(api.billing.usage.session_calls, session_id)
         runs: dict[UUID | None, Figures] = {}
         for c in calls:
             runs[c.run_id] = runs.get(c.run_id, Figures()) + c.figures
@@ -144,11 +135,10 @@ class UsageController(Controller):
     async def me(
         self,
         request: Caller,
-        accounts: AccountsDep,
-        bridge: BridgeDep,
+        api: ApiDep,
     ) -> wire.MeOut:
         """The caller's id, email and name, and its organizations, teams and workspaces."""
-        p = await bridge(accounts.profile, request.user.user_id)
+        p = await api.bridge(api.accounts.profile, request.user.user_id)
         return wire.MeOut(
             id=p.user_id,
             email=p.email,
@@ -164,8 +154,8 @@ class UsageController(Controller):
         )
 
 
-async def _visibility(user_id: UUID, accounts: AccountService, bridge: SyncBridge) -> Visibility:
-    roles = await bridge(accounts.organization_roles, user_id)
+async def _visibility(user_id: UUID, api: Api) -> Visibility:
+    roles = await api.bridge(api.accounts.organization_roles, user_id)
     whole = [o for o, role in roles.items() if role in MANAGING_ROLES]
     return Visibility(user_id, whole, [o for o in roles if o not in whole])
 

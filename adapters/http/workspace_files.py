@@ -26,19 +26,17 @@ from uuid import UUID
 
 from litestar import Controller, Request, Response, Router, delete, get, post
 from litestar.datastructures import State, UploadFile
-from litestar.di import NamedDependency, Provide
 from litestar.enums import MediaType, RequestEncodingType
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.params import Body, FromPath, FromQuery
 from litestar.response import Redirect
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from adapters.http.deps import AccessDep, Caller
+from adapters.http.deps import ApiDep, Caller
 from adapters.http.downloads import content_disposition, download
 from adapters.http.errors import ApiError, error_response
 from adapters.http.read_your_writes import ViewWaiter
 from application.bridge import SyncBridge
-from application.workspace_files import WorkspaceFiles
 from domain.authors import Author, ByAgent, ByUser
 from domain.workspace_files import WorkspaceFile
 from projections.workspace_files import FileRow, WorkspaceFilesView
@@ -82,12 +80,12 @@ class WorkspaceFilesController(Controller):
         self,
         workspace_id: FromPath[UUID],
         request: Caller,
-        access: AccessDep,
-        listing: NamedDependency[FileListing],
+        api: ApiDep,
     ) -> WorkspaceFilePage:
         """The workspace's files, by path, with who made and last changed each."""
-        await access.workspace(request.user, workspace_id)
-        return WorkspaceFilePage([_row_out(row) for row in await listing.files(workspace_id)])
+        await api.access.workspace(request.user, workspace_id)
+        rows = await api.file_listing.files(workspace_id)
+        return WorkspaceFilePage([_row_out(row) for row in rows])
 
     @post("/", status_code=HTTP_201_CREATED)
     async def upload(
@@ -95,13 +93,13 @@ class WorkspaceFilesController(Controller):
         workspace_id: FromPath[UUID],
         data: Annotated[FileForm, Body(media_type=RequestEncodingType.MULTI_PART)],
         request: Caller,
-        access: AccessDep,
-        files: NamedDependency[WorkspaceFiles],
+        api: ApiDep,
     ) -> WorkspaceFileOut:
         """Upload a file (multipart field `file`; `path` to keep it elsewhere than its name).
         A file already at that path gets a new version."""
+        files = api.workspace_files
         try:
-            await access.workspace(request.user, workspace_id, write=True)
+            await api.access.workspace(request.user, workspace_id, write=True)
             content = await data.file.read(files.max_bytes + 1)
         finally:
             await data.file.close()
@@ -120,13 +118,13 @@ class WorkspaceFilesController(Controller):
         workspace_id: FromPath[UUID],
         file_id: FromPath[UUID],
         request: Caller,
-        access: AccessDep,
-        files: NamedDependency[WorkspaceFiles],
+        api: ApiDep,
         redirect: FromQuery[bool] = False,
     ) -> Response[bytes] | Redirect:
         """The file's bytes, with its media type and name (`redirect=true`: a 307 to a
         presigned URL, where the blob store has them)."""
-        await access.workspace(request.user, workspace_id)
+        files = api.workspace_files
+        await api.access.workspace(request.user, workspace_id)
         file = await files.file(workspace_id, file_id)
         disposition = content_disposition(file.name)
         if redirect and isinstance(files.blobs, DownloadUrls):
@@ -143,17 +141,15 @@ class WorkspaceFilesController(Controller):
         workspace_id: FromPath[UUID],
         file_id: FromPath[UUID],
         request: Caller,
-        access: AccessDep,
-        files: NamedDependency[WorkspaceFiles],
+        api: ApiDep,
     ) -> None:
         """Delete the file (its history stays in the workspace's log)."""
-        await access.workspace(request.user, workspace_id, write=True)
-        await files.delete_id(workspace_id, file_id, ByUser(request.user.user_id))
+        await api.access.workspace(request.user, workspace_id, write=True)
+        await api.workspace_files.delete_id(workspace_id, file_id, ByUser(request.user.user_id))
 
 
-def workspace_files_router(files: WorkspaceFiles, listing: FileListing) -> Router:
-    """The files API, with its body limit (the upload limit and the form around it)."""
-    limit = files.max_bytes
+def workspace_files_router(limit: int) -> Router:
+    """The files API, with its body limit (`limit`, the upload limit, and the form around it)."""
 
     def too_large(_: Request[object, object, State], __: Exception) -> Response[dict[str, str]]:
         error = _too_large(limit)
@@ -162,10 +158,6 @@ def workspace_files_router(files: WorkspaceFiles, listing: FileListing) -> Route
     return Router(
         "/",
         route_handlers=[WorkspaceFilesController],
-        dependencies={
-            "files": Provide(lambda: files, sync_to_thread=False),
-            "listing": Provide(lambda: listing, sync_to_thread=False),
-        },
         request_max_body_size=limit + MULTIPART_SLACK,
         exception_handlers={RequestEntityTooLarge: too_large},
     )
