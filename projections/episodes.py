@@ -26,6 +26,7 @@ from domain.session_decks import DeckLog as D
 from domain.stored_blocks import blocks_text
 from projections.episode_queries import EpisodeScope, by_meaning, fused, graph_ef
 from projections.memory_vectors import EmbeddingModels, VectorTable, vector_literal
+from projections.pg_arrays import array_of
 from projections.view import Event, SessionView
 
 EpisodeKind = Literal["session", "message", "answer", "finding"]  # the episodes.kind check
@@ -194,7 +195,7 @@ class EpisodesView(SessionView):
         # An episode dropped later in the batch (a title renamed) finds no row: no vector.
         if not new:
             return
-        ids, texts = [i for i, _ in new], [t for _, t in new]
+        ids, texts = array_of("uuid")(i for i, _ in new), [t for _, t in new]
         for embedder in self.models.to_write(curs):
             vectors = self.models.vectors(curs, embedder, texts)
             curs.execute(
@@ -202,7 +203,7 @@ class EpisodesView(SessionView):
                 "created_at) SELECT e.item_id, %s, v.embedding::vector, e.owner_id, "
                 "e.workspace_id, e.created_at FROM unnest(%s::uuid[], %s::text[]) "
                 "AS v(item_id, embedding) JOIN episodes e USING (item_id)",
-                (embedder.model, ids, [vector_literal(v) for v in vectors]),
+                (embedder.model, ids, array_of("text")(vector_literal(v) for v in vectors)),
             )
 
     def _drop_title(self, curs: Cursor[DictRow], session_id: UUID) -> None:

@@ -24,6 +24,7 @@ from psycopg.rows import DictRow
 from psycopg.sql import SQL, Composed, Identifier, Literal
 
 from application.ports import Embedder
+from projections.pg_arrays import array_of
 
 EmbedderFor = Callable[[str], Embedder]  # model id -> an embedder of that model
 ONE_READY = "embedding_models_one_ready"
@@ -186,7 +187,7 @@ class EmbeddingModels:
         curs.execute(
             "SELECT text_sha256, embedding::text AS embedding FROM embedding_cache "
             "WHERE model = %s AND text_sha256 = ANY(%s)",
-            (embedder.model, keys),
+            (embedder.model, array_of("bytea")(keys)),
         )
         known = {bytes(r["text_sha256"]): parse_vector(r["embedding"]) for r in curs.fetchall()}
         missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in known}
@@ -197,7 +198,11 @@ class EmbeddingModels:
                 "INSERT INTO embedding_cache (model, text_sha256, embedding) "
                 "SELECT %s, k, v::vector FROM unnest(%s::bytea[], %s::text[]) AS x(k, v) "
                 "ON CONFLICT DO NOTHING",
-                (embedder.model, list(missing), [vector_literal(v) for v in made]),
+                (
+                    embedder.model,
+                    array_of("bytea")(missing),
+                    array_of("text")(vector_literal(v) for v in made),
+                ),
             )
         return [known[k] for k in keys]
 

@@ -14,6 +14,7 @@ from eventsourcing.postgres import PostgresDatastore
 
 from domain.budgets import BudgetLimits, BudgetStatus, Spend
 from domain.values import BudgetScope
+from projections.pg_arrays import array_of
 from projections.view import TRACKING_TABLE
 
 GroupKey = Literal["org", "team", "workspace", "user", "session", "model", "day"]
@@ -184,7 +185,7 @@ class UsageQueries:
                 "(SELECT * FROM unnest(%(kinds)s::text[], %(ids)s::uuid[])) "
                 "LEFT JOIN usage_monthly m ON m.scope = b.scope AND m.scope_id = b.scope_id "
                 "AND m.period = %(period)s",
-                {"period": period, "kinds": [s for s, _ in scopes], "ids": [i for _, i in scopes]},
+                {"period": period, "kinds": _kinds(scopes), "ids": _ids(scopes)},
             ).fetchall()
         position = int(rows[0]["position"] or 0)
         return position, [_status(r) for r in rows if r["scope"] is not None]
@@ -195,12 +196,20 @@ class UsageQueries:
             rows = conn.execute(
                 "SELECT scope, scope_id, cost_usd, tokens FROM usage_monthly WHERE period = %s "
                 "AND (scope, scope_id) IN (SELECT * FROM unnest(%s::text[], %s::uuid[]))",
-                (period, [s for s, _ in scopes], [i for _, i in scopes]),
+                (period, _kinds(scopes), _ids(scopes)),
             ).fetchall()
         return {f"{r['scope']}:{r['scope_id']}": Spend(r["cost_usd"], r["tokens"]) for r in rows}
 
 
 ORG_KEYS = frozenset({"org", "model", "day"})
+
+
+def _kinds(scopes: Sequence[tuple[BudgetScope, UUID]]) -> list[str]:
+    return array_of("text")(s for s, _ in scopes)
+
+
+def _ids(scopes: Sequence[tuple[BudgetScope, UUID]]) -> list[UUID]:
+    return array_of("uuid")(i for _, i in scopes)
 
 
 def _table_for(who: Visibility, where: UsageFilter, group_by: Sequence[GroupKey]) -> str:

@@ -14,6 +14,7 @@ import psycopg
 from psycopg import Cursor
 from psycopg.rows import DictRow
 
+from projections.pg_arrays import array_of
 from projections.view import TRACKING_TABLE, Event, View, storable
 
 
@@ -80,7 +81,7 @@ class ViewGroup:
         return counts
 
     def _move(self, curs: Cursor[DictRow], moved: dict[str, int]) -> None:
-        names, ids = list(moved), list(moved.values())
+        names, ids = array_of("text")(moved), array_of("int8")(moved.values())
         curs.execute(
             f"UPDATE {TRACKING_TABLE} AS t SET notification_id = m.id "
             "FROM unnest(%s::text[], %s::bigint[]) AS m(name, id) "
@@ -91,5 +92,8 @@ class ViewGroup:
         curs.execute(
             "SELECT pg_notify(n.channel, n.id) "
             "FROM unnest(%s::text[], %s::text[]) AS n(channel, id)",
-            ([self.views[n].channel for n in names], [str(i) for i in ids]),
+            (
+                array_of("text")(self.views[n].channel for n in names),
+                array_of("text")(map(str, ids)),
+            ),
         )

@@ -18,6 +18,7 @@ from domain.events import SessionEvent, as_session_event
 from domain.session import AgentSession as S
 from domain.working_memory import KEPT_FAILURES, WorkingMemory, WorkingMemoryState, fold
 from domain.working_memory_render import render
+from projections.pg_arrays import array_of
 from projections.view import Event, SessionView
 
 DOCUMENT_COLUMNS = (
@@ -95,7 +96,7 @@ class WorkingMemoryView(SessionView):
             return {}
         curs.execute(
             "SELECT session_id, state FROM working_memory_view WHERE session_id = ANY(%s)",
-            (list(session_ids),),
+            (array_of("uuid")(session_ids),),
         )
         rows = curs.fetchall()
         found = {r["session_id"]: WorkingMemoryState.from_json(r["state"]) for r in rows}

@@ -19,17 +19,16 @@ deadlocks (psycopg issue #685).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import psycopg
 from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from eventsourcing.utils import retry
 from psycopg import Connection
 from psycopg.sql import SQL, Composable, Identifier, Literal
-from psycopg.types.array import ListBinaryDumper
+
+from projections.pg_arrays import array_of
 
 INSERT_FUNCTION = """CREATE OR REPLACE FUNCTION {schema}.{function}(
     ids {originator_id_type}[], versions bigint[], topics text[], states bytea[]
@@ -44,22 +43,6 @@ BEGIN
         RETURNING notification_id;
 END;
 $body$"""
-
-
-@functools.cache  # one type, and one dumper registered, per Postgres type
-def column_of(type_name: str) -> type[list[Any]]:
-    """A list type whose values psycopg sends as a binary array of `type_name`.
-
-    psycopg finds a plain list's element type by looking at its items, twice per
-    execute: for the four columns of each insert, about 0.5 ms of a chat message's time
-    with the GIL held (`bench.profile_serve --gil`).
-    """
-    info = psycopg.postgres.types[type_name]
-    column: type[list[Any]] = type(f"{type_name.capitalize()}Column", (list,), {})
-    attributes = {"oid": info.array_oid, "element_oid": info.oid}
-    dumper = type(f"{column.__name__}Dumper", (ListBinaryDumper,), attributes)
-    psycopg.adapters.register_dumper(column, dumper)
-    return column
 
 
 class LockedInsertRecorder(PostgresApplicationRecorder):
@@ -85,8 +68,8 @@ class LockedInsertRecorder(PostgresApplicationRecorder):
             schema=schema, function=function
         )
         self._columns = (
-            column_of(datastore.originator_id_type), column_of("int8"), column_of("text"),
-            column_of("bytea"),
+            array_of(datastore.originator_id_type), array_of("int8"), array_of("text"),
+            array_of("bytea"),
         )  # fmt: skip
         self._rendered: dict[object, bytes] = {}
 
