@@ -184,6 +184,8 @@ class Worker:
                 await engine.bridge(engine.sessions.start_run, sid, run_id, self.name)
             recovering = request.recovering or delivered > 1
             with engine.sessions.hold(sid, run_id, self.name):
+                if session.run_worker is None:  # as just read: the run's first write needs
+                    engine.sessions.lend(session)  # no read of its own
                 task = asyncio.create_task(
                     engine.runner.run(sid, run_id, recovering=recovering), name=f"run {run_id}"
                 )
