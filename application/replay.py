@@ -4,9 +4,9 @@ The recorded log is the oracle. The user's inputs (messages, run requests, appro
 stops) are applied again as commands; the model answers with the recorded turns (or
 the recorded failure); tools with external effects answer with their recorded results,
 while built-in tools, which only write events, run for real; a skill's time runs out
-where the log says it did (`application.replay_oracle` answers for the log). The engine must then
-produce the stored event sequence; the first difference is reported. No model is
-called and no tool touches the world.
+where the log says it did (`application.replay_oracle` answers for the log). The engine
+must then produce the stored event sequence; the first difference is reported. No model
+is called and no tool touches the world.
 """
 
 from __future__ import annotations

@@ -98,6 +98,8 @@ class WorkingMemoryView(SessionView):
             "SELECT session_id, state FROM working_memory_view WHERE session_id = ANY(%s)",
             (array_of("uuid")(session_ids),),
         )
+        # Fetched at once: psycopg syncs the batch's pipeline for it, so what the rows say
+        # includes every write sent before it in this transaction.
         rows = curs.fetchall()
         found = {r["session_id"]: WorkingMemoryState.from_json(r["state"]) for r in rows}
         missing = set(session_ids) - found.keys()
