@@ -9,6 +9,7 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 
+from application.aggregate_fold import fold_events
 from domain.errors import Conflict
 
 A = TypeVar("A", bound=Aggregate)
@@ -22,7 +23,9 @@ class AccountStore(Application[UUID]):
         then the cached one itself, only to read (never to change; a concurrent read may
         bring it forward meanwhile). Not copying saves a deep copy per request."""
         try:
-            aggregate: object = self.repository.get(aggregate_id, deepcopy_from_cache=copy)
+            aggregate: object = self.repository.get(
+                aggregate_id, deepcopy_from_cache=copy, projector_func=fold_events
+            )
         except AggregateNotFoundError:
             return None
         # All kinds share one store; an id of the wrong kind is as good as missing.

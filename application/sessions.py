@@ -13,6 +13,7 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError, JSONTranscoder
 from eventsourcing.utils import EnvType
 
+from application.aggregate_fold import fold_events
 from application.receipt import Receipt
 from application.run_commands import RunCommands
 from application.transcodings import register_value_objects
@@ -173,9 +174,12 @@ class SessionService(RunCommands, Application[UUID]):
 
     def get_session(self, session_id: UUID, version: int | None = None) -> AgentSession:
         try:
-            return self.repository.get(session_id, version=version)
+            session: AgentSession = self.repository.get(
+                session_id, version=version, projector_func=fold_events
+            )
         except AggregateNotFoundError:
             raise SessionNotFound(session_id) from None
+        return session
 
     def session_events(
         self, session_id: UUID, *, after: int = 0, limit: int | None = None

@@ -15,9 +15,10 @@ Open streams: a row per open stream, with the replica that holds it (`owner`) an
 expiry the replica pushes on (`refresh`) while the stream is open: a lease. A caller's
 streams are counted with expired rows left out, so the streams of a replica that died
 free themselves when their leases run out; a stream that ends deletes its row. Opening
-one takes a transaction-level advisory lock on the caller, so two replicas never both
-take the last slot; that transaction commits without waiting for the disk, so a caller's
-streams queue on the lock for two statements rather than an fsync.
+one is one call of a PL/pgSQL function (`rate_limit_open_stream`), its own transaction:
+it takes a transaction-level advisory lock on the caller, so two replicas never both
+take the last slot, and commits without waiting for the disk, so a caller's streams
+queue on the lock for one statement rather than an fsync.
 
 Times come from the replica's clock (`time.time`), passed to every statement. Any
 database error is raised as `CountersUnavailable` (the limits then fail open).
@@ -90,20 +91,31 @@ SELECT EXISTS (SELECT FROM counted) AS admitted,
   FROM previous p LEFT JOIN current c ON true
 """
 
-# The caller's lock, held to the transaction's end. Its commit does not wait for the
-# disk (a slot lost in a crash is a lease that runs out), so the next request of the
-# same caller waits for two statements, not for an fsync.
-LOCK_CALLER = (
-    "SELECT pg_advisory_xact_lock(%s, hashtext(%s)), set_config('synchronous_commit', 'off', true)"
-)
+# Open a stream if the caller has room: one statement, its own transaction. The caller's
+# lock is held to that transaction's end (the insert's count, a statement of its own in
+# the function, sees every slot taken before the lock was granted). Its commit does not
+# wait for the disk (a slot lost in a crash is a lease that runs out), so the next
+# request of the same caller waits for one statement, not for an fsync.
+OPEN_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION rate_limit_open_stream(
+    new_slot uuid, of_caller text, by_owner uuid, expires double precision,
+    now double precision, room integer
+) RETURNS uuid LANGUAGE plpgsql AS $body$
+DECLARE
+    taken uuid;
+BEGIN
+    PERFORM pg_advisory_xact_lock({SPACE}, hashtext(of_caller));
+    PERFORM set_config('synchronous_commit', 'off', true);
+    INSERT INTO rate_limit_streams (slot, caller, owner, expires_at)
+    SELECT new_slot, of_caller, by_owner, to_timestamp(expires)
+     WHERE (SELECT count(*) FROM rate_limit_streams
+             WHERE caller = of_caller AND expires_at > to_timestamp(now)) < room
+    RETURNING slot INTO taken;
+    RETURN taken;
+END;
+$body$"""
 
-OPEN = """
-INSERT INTO rate_limit_streams (slot, caller, owner, expires_at)
-SELECT %(slot)s, %(caller)s, %(owner)s, to_timestamp(%(expires)s)
- WHERE (SELECT count(*) FROM rate_limit_streams
-         WHERE caller = %(caller)s AND expires_at > to_timestamp(%(now)s)) < %(limit)s
-RETURNING slot
-"""
+OPEN = "SELECT rate_limit_open_stream(%s, %s, %s, %s, %s, %s) AS slot"
 
 
 class PostgresCounters:
@@ -133,7 +145,7 @@ class PostgresCounters:
     def create_tables(self) -> None:
         with self._connection(ready=True) as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (SPACE,))  # racing replicas
-            for statement in CREATE:
+            for statement in (*CREATE, OPEN_FUNCTION):
                 conn.execute(statement)
         self._ready = True
 
@@ -166,18 +178,10 @@ class PostgresCounters:
 
     def open_stream(self, key: str, limit: int) -> str | None:
         now = self._clock()
-        params = {
-            "slot": uuid.uuid4(),
-            "caller": key,
-            "owner": self.owner,
-            "expires": now + self.lease,
-            "now": now,
-            "limit": limit,
-        }
-        with self._connection() as conn, conn.transaction():
-            conn.execute(LOCK_CALLER, (SPACE, key))
-            row = conn.execute(OPEN, params).fetchone()
-        return None if row is None else str(row["slot"])
+        params = (uuid.uuid4(), key, self.owner, now + self.lease, now, limit)
+        with self._connection() as conn:
+            row = conn.execute(OPEN, params, prepare=True).fetchone()
+        return None if row is None or row["slot"] is None else str(row["slot"])
 
     def close_stream(self, slot: str) -> None:
         with self._connection() as conn:

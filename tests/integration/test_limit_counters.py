@@ -3,7 +3,9 @@ are two API replicas. Their clock is passed in, so windows and leases move on co
 
 from __future__ import annotations
 
+import functools
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -129,6 +131,22 @@ def test_stream_slots_are_shared_and_released(
     assert a.open_stream("user:2", 2) is not None
     a.close_stream(first)
     assert b.open_stream("user:1", 2) is not None
+
+
+def test_replicas_racing_for_a_callers_last_slot_take_it_once(
+    datastore: PostgresDatastore, clock: Clock
+) -> None:
+    replicas = [PostgresCounters(datastore, clock=clock) for _ in range(8)]
+    replicas[0].create_tables()
+
+    def open_one(barrier: threading.Barrier, key: str, counters: PostgresCounters) -> bool:
+        barrier.wait()
+        return counters.open_stream(key, 1) is not None
+
+    for caller in range(20):  # each round: every replica asks at once, after a barrier
+        ask = functools.partial(open_one, threading.Barrier(len(replicas)), f"user:{caller}")
+        with ThreadPoolExecutor(len(replicas)) as pool:
+            assert sum(pool.map(ask, replicas)) == 1, f"round {caller}"
 
 
 def test_opening_a_stream_leaves_its_pooled_connection_committing_durably(
