@@ -19,8 +19,29 @@ RETRY_MS = 3000
 HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
+class EventStream(ServerSentEvent):
+    """litestar's SSE response, minus its thread hop per response.
+
+    `ServerSentEvent` first sends the fields given to the response itself (an event type,
+    id or retry for all of it, which these responses never set), reading them from a plain
+    iterator through `sync_to_thread`: a trip to a worker thread per response even when
+    there are none, about 0.3 ms of CPU a chat message. Here the stream is the messages
+    alone, each encoded by litestar's own `ServerSentEventMessage.encode`, so the bytes
+    sent are the same.
+    """
+
+    def __init__(self, messages: AsyncIterator[ServerSentEventMessage]) -> None:
+        super().__init__(messages, headers=HEADERS)
+        self.iterator = _encoded(messages)
+
+
+async def _encoded(messages: AsyncIterator[ServerSentEventMessage]) -> AsyncIterator[bytes]:
+    async for m in messages:
+        yield m.encode()
+
+
 def sse_response(messages: AsyncIterator[ServerSentEventMessage]) -> ServerSentEvent:
-    return ServerSentEvent(messages, headers=HEADERS)
+    return EventStream(messages)
 
 
 def message(payload: sse.SsePayload) -> ServerSentEventMessage:
