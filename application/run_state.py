@@ -2,7 +2,8 @@
 
 Every command goes through here, and the events it recorded are folded into the
 local log, the ledger and the context at once, so the next request is built from
-exactly what is stored, without reading the log again. A run starts from the fold the
+exactly what is stored, without reading the log again (unless another writer's events
+came before the recorded ones: those are read and folded first). A run starts from the fold the
 session's last run in this process ended with (`application/warm_contexts`), or else
 from the newest stored snapshot of the folded state (`application/context_snapshots`),
 and the events after it; it keeps one every `snapshot_every` events and at each
@@ -56,12 +57,16 @@ class RunState:
     _folded: FoldedContext | None = None  # the snapshot's context, until `follow`
     _log_from: int = 0  # `log` holds the events after this version
     _snapshot_at: int = 0
-    _in_step: bool = True  # no one else wrote between our commands (else no snapshots)
+    # No one else wrote between our commands. Else their events are read and folded in
+    # order all the same, but the run keeps no snapshot and hands over no fold (rare).
+    _in_step: bool = True
 
     async def load(self) -> None:
         warm = self.warm.take(self.session_id) if self.warm is not None else None
         if warm is not None:
-            tail = await self.bridge(_tail, self.sessions, self.session_id, warm.version)
+            tail = list(warm.after)  # what this process wrote since, if it knows
+            if not tail:
+                tail = await self.bridge(_tail, self.sessions, self.session_id, warm.version)
             self._start(tail, warm.ledger, warm.context, warm.version, warm.snapshot_at)
             if warm.session is not None:
                 self._lend(warm.session, tail)
@@ -148,16 +153,25 @@ class RunState:
         self, command: Callable[P, Receipt], *args: P.args, **kwargs: P.kwargs
     ) -> Receipt:
         receipt = await self.bridge(command, *args, **kwargs)
-        self._in_step = self._in_step and receipt.version - len(receipt.events) == self.version
-        for e in receipt.events:
+        start = receipt.version - len(receipt.events)
+        if start > self.version:  # another writer's events came first: fold them first
+            between = await self.bridge(
+                _between, self.sessions, self.session_id, self.version, start
+            )
+            self._fold(between)
+            self._in_step = False
+        self._fold(receipt.events)
+        if self._snapshot_due(receipt.events):
+            await self._keep_snapshot()
+        return receipt
+
+    def _fold(self, events: Sequence[SessionEvent]) -> None:
+        for e in events:
             self.log.append(e)
             self.ledger.apply(e)
             if self.context is not None:
                 self.context.apply(e)
-        self.version = receipt.version
-        if self._snapshot_due(receipt.events):
-            await self._keep_snapshot()
-        return receipt
+            self.version = e.originator_version
 
     def _snapshot_due(self, events: Sequence[SessionEvent]) -> bool:
         if self.snapshots is None or self.context is None or not self._in_step:
@@ -214,6 +228,13 @@ def _load(
 
 def _tail(sessions: SessionService, session_id: UUID, after: int) -> list[SessionEvent]:
     return list(sessions.session_events(session_id, after=after))
+
+
+def _between(
+    sessions: SessionService, session_id: UUID, after: int, before: int
+) -> list[SessionEvent]:
+    """The events after version `after`, up to and with `before`."""
+    return list(sessions.session_events(session_id, after=after, limit=before - after))
 
 
 def _head(sessions: SessionService, session_id: UUID, through: int) -> list[SessionEvent]:

@@ -73,6 +73,8 @@ class RunScheduler:
             session_id, text, run_id, attachments=attachments, idempotency_key=idempotency_key,
             files=files,
         )  # fmt: skip
+        if self.dispatch is None:  # driven here: its start need not read these back
+            self.runner.warm.written(session_id, receipt.events)
         await self._start(session_id, run_id, receipt.version)
         return receipt
 

@@ -15,10 +15,12 @@ and by the tokens of their conversations.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from uuid import UUID
 
 from domain.context import FoldedContext
+from domain.events import SessionEvent
 from domain.ledger import Ledger
 from domain.session import AgentSession
 
@@ -32,6 +34,8 @@ class Warm:
     ledger: Ledger
     context: FoldedContext
     session: AgentSession | None = None  # the aggregate at `version`, for the next writes
+    # Events this process wrote right after `version` (`WarmContexts.written`), in order.
+    after: tuple[SessionEvent, ...] = ()
 
     @property
     def tokens(self) -> int:
@@ -55,6 +59,17 @@ class WarmContexts:
         if warm is not None:
             self.tokens -= warm.tokens
         return warm
+
+    def written(self, session_id: UUID, events: Sequence[SessionEvent]) -> None:
+        """Events this process just wrote to the session (a user's message and its run
+        request): kept with its fold when they follow it with no gap, so the next run
+        starts from them instead of reading them back. Events written after them by
+        anyone are the run's to find: its first write says where the log is."""
+        warm = self._kept.get(session_id)
+        if warm is None or not events:
+            return
+        if events[0].originator_version == warm.version + len(warm.after) + 1:
+            self._kept[session_id] = replace(warm, after=(*warm.after, *events))
 
     def keep(self, session_id: UUID, warm: Warm) -> None:
         kept = self._kept.get(session_id)

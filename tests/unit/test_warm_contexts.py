@@ -154,17 +154,25 @@ class Reads:
         recorder.select_events = counted  # type: ignore[method-assign]
 
 
+async def handed_over(
+    sessions: SessionService, bridge: SyncBridge, warm: WarmContexts, steps: int
+) -> tuple[UUID, RunState]:
+    """A session whose first run took `steps` steps, ended and handed its fold over."""
+    sid, run_id = start(sessions)
+    with sessions.hold(sid, run_id):
+        first = await started(sessions, bridge, warm, sid, run_id)
+        await run_steps(first, sessions, run_id, steps)
+        await first.record(sessions.complete_run, sid, run_id)
+        first.hand_over()
+    return sid, first
+
+
 async def test_a_runs_writes_read_nothing_the_run_has_not_already_read() -> None:
     """A run writes on the session as its own last write left it, caught up with the
     events its start read: the only read of the store is that start's."""
     sessions, bridge, warm = in_memory_sessions(), SyncBridge(2), WarmContexts()
     try:
-        sid, run_id = start(sessions)
-        with sessions.hold(sid, run_id):
-            first = await started(sessions, bridge, warm, sid, run_id)
-            await run_steps(first, sessions, run_id, 2)
-            await first.record(sessions.complete_run, sid, run_id)
-            first.hand_over()
+        sid, _ = await handed_over(sessions, bridge, warm, 2)
         reads = Reads(sessions)
         for n in range(3):
             run_id = uuid4()
@@ -204,5 +212,56 @@ async def test_a_write_after_another_writers_event_lands_after_it() -> None:
         renamed = kinds.index(S.SessionRenamed)
         assert kinds[renamed + 1 :].count(S.AssistantTurnRecorded) == 1
         assert kinds[-1] is S.RunStopped and S.RunCompleted not in kinds
+    finally:
+        bridge.close()
+
+
+async def test_a_run_started_on_what_this_process_wrote_reads_nothing_at_its_start() -> None:
+    """The message and run request the scheduler just wrote follow the last run's fold:
+    the next run starts from them, and folds exactly what the log holds."""
+    sessions, bridge, warm = in_memory_sessions(), SyncBridge(2), WarmContexts()
+    try:
+        sid, first = await handed_over(sessions, bridge, warm, 2)
+        run_id = uuid4()
+        warm.written(sid, sessions.submit_message(sid, "and now?", run_id).events)
+        reads = Reads(sessions)
+        with sessions.hold(sid, run_id):
+            state = await started(sessions, bridge, warm, sid, run_id)
+            assert reads.count == 0
+            await state.record(sessions.start_run, sid, run_id, "test-worker")
+            await run_steps(state, sessions, run_id, 1)
+            assert reads.count == 0
+        events = list(sessions.session_events(sid))
+        assert state.version == len(events) and state.log == events[first.version :]
+        assert state.context is not None
+        assert state.context.request_and_estimate() == full_fold(events)
+    finally:
+        bridge.close()
+
+
+async def test_events_another_writer_put_before_a_runs_write_are_folded_before_it() -> None:
+    """Between the events a run knows of and its next write, someone else wrote (here a
+    finding, which the context shows): the run reads them then, and folds them in order."""
+    sessions, bridge, warm = in_memory_sessions(), SyncBridge(2), WarmContexts()
+    try:
+        sid, _ = await handed_over(sessions, bridge, warm, 1)
+        run_id = uuid4()
+        warm.written(sid, sessions.submit_message(sid, "and now?", run_id).events)
+        elsewhere = Context()  # another task's writes: no run held there
+        elsewhere.run(sessions.record_finding, sid, "Found before the run started.", [])
+        with sessions.hold(sid, run_id):
+            state = await started(sessions, bridge, warm, sid, run_id)
+            await state.record(sessions.start_run, sid, run_id, "test-worker")
+            await run_steps(state, sessions, run_id, 1)
+            elsewhere.run(sessions.record_finding, sid, "Found while the run works.", [])
+            await run_steps(state, sessions, run_id, 1)
+        events = list(sessions.session_events(sid))
+        assert [e.originator_version for e in state.log] == list(
+            range(state.log[0].originator_version, len(events) + 1)
+        )
+        assert sum(isinstance(e, S.FindingRecorded) for e in state.log) == 2
+        assert state.context is not None
+        assert state.context.request_and_estimate() == full_fold(events)
+        assert answers(state.ledger, run_id) == answers(Ledger.of(events), run_id)
     finally:
         bridge.close()
