@@ -6,6 +6,10 @@ that the read model has not applied yet (`Unprojected`), so a run never outruns 
 own spend. Calls of other runs in flight are not seen: under concurrent runs a budget
 can be overspent by at most one call per active run (each call's worst case passed
 its check before the others' costs were known).
+
+A check says whether any budget covers the scope. When none did, the engine does not
+ask for the thresholds after that call (nothing could be crossed): a budget set up
+while the call ran counts its spend from the next call's check on.
 """
 
 from __future__ import annotations
@@ -34,8 +38,9 @@ class BudgetGuard(Protocol):
 
     async def before_call(
         self, scope: BillingScope, worst: Spend, unprojected: Unprojected
-    ) -> None:
-        """Raise `BudgetExceeded` if a call costing up to `worst` could exceed a budget."""
+    ) -> bool:
+        """Raise `BudgetExceeded` if a call costing up to `worst` could exceed a budget;
+        else whether any budget covers `scope` (none: `after_call` need not be asked)."""
         ...
 
     async def after_call(
@@ -50,8 +55,8 @@ class NoBudgets:
 
     async def before_call(
         self, scope: BillingScope, worst: Spend, unprojected: Unprojected
-    ) -> None:
-        return None
+    ) -> bool:
+        return False
 
     async def after_call(
         self, scope: BillingScope, session_id: UUID, unprojected: Unprojected
@@ -76,10 +81,12 @@ class BudgetEnforcer:
 
     async def before_call(
         self, scope: BillingScope, worst: Spend, unprojected: Unprojected
-    ) -> None:
-        for budget in await self._covering(scope, unprojected):
+    ) -> bool:
+        budgets = await self._covering(scope, unprojected)
+        for budget in budgets:
             if budget.limits.exceeded_by(budget.spent + worst):
                 raise BudgetExceeded.of(budget, worst)
+        return bool(budgets)
 
     async def after_call(
         self, scope: BillingScope, session_id: UUID, unprojected: Unprojected

@@ -99,11 +99,12 @@ class ReplayBudgets:
 
     async def before_call(
         self, scope: BillingScope, worst: Spend, unprojected: Unprojected
-    ) -> None:
+    ) -> bool:
         at = self.llm.position()
         expected = self.llm.stored[at] if at < len(self.llm.stored) else None
         if isinstance(expected, S.RunFailed) and expected.error_code == BudgetExceeded.code:
             raise BudgetExceeded(expected.reason)
+        return True  # the crossings are the log's: always looked for
 
     async def after_call(
         self, scope: BillingScope, session_id: UUID, unprojected: Unprojected

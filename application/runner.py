@@ -135,14 +135,14 @@ class AgentRunner:
             await self._maybe_reboot(state)
             try:
                 request, estimate = await self._request(state)
-                await self._check_budgets(state, request, estimate)
+                covered = await self._check_budgets(state, request, estimate)
                 turn, latency_ms = await self._stream(session_id, request)
             except (LLMError, BudgetExceeded) as e:
                 await state.record(self.sessions.fail_run, session_id, run_id, str(e), e.code)
                 return "failed"
             cost = self._cost(turn, request.cache_ttl)
             cited, unknown = resolve_citations(turn.content, state.ledger.sources)
-            crossings = await self._before_recording(state, turn, cost)
+            crossings = await self._before_recording(state, turn, cost, covered)
             opening = self.tool_calls.open(state, blocks_tool_uses(turn_blocks(turn)))
             # A turn that asks for no tool ends the run, in the same write.
             ends = None if turn.tool_uses else turn.stop_reason
@@ -247,13 +247,14 @@ class AgentRunner:
 
     # -- what calls cost ------------------------------------------------------------
 
-    async def _check_budgets(self, state: RunState, request: ModelRequest, estimate: int) -> None:
-        """`BudgetExceeded` if the call's worst case could take a budget over its limit."""
+    async def _check_budgets(self, state: RunState, request: ModelRequest, estimate: int) -> bool:
+        """`BudgetExceeded` if the call's worst case could take a budget over its limit;
+        else whether any budget covers the run."""
         model = request.model or self.settings.model or ""
         max_tokens = request.max_tokens or self.settings.max_tokens or 0
         worst_usd = self.prices.worst_case(model, estimate, max_tokens, request.cache_ttl)
         worst = Spend(worst_usd, estimate + max_tokens)
-        await self.budgets.before_call(state.billing_scope, worst, state.spent)
+        return await self.budgets.before_call(state.billing_scope, worst, state.spent)
 
     def _cost(self, turn: ModelTurn, cache_ttl: CacheTtl) -> ModelCallCost:
         cost = self.prices.cost(turn.model, turn.usage, cache_ttl)
@@ -271,11 +272,14 @@ class AgentRunner:
             await state.record(self.sessions.note_budget_threshold, state.session_id, crossing)
 
     async def _before_recording(
-        self, state: RunState, call: ModelTurn, cost: ModelCallCost
+        self, state: RunState, call: ModelTurn, cost: ModelCallCost, covered: bool
     ) -> list[ThresholdCrossing]:
         """Count a call about to be recorded with its turn, and the thresholds it crossed
-        (noted in the same write, right after the turn)."""
+        (noted in the same write, right after the turn); none if no budget `covered` the
+        run when the call was checked."""
         state.spent.append((UNRECORDED, Spend(cost.usd, call.usage.total)))
+        if not covered:
+            return []
         return await self.budgets.after_call(state.billing_scope, state.session_id, state.spent)
 
     async def _stream(
