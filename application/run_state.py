@@ -3,11 +3,11 @@
 Every command goes through here, and the events it recorded are folded into the
 local log, the ledger and the context at once, so the next request is built from
 exactly what is stored, without reading the log again (unless another writer's events
-came before the recorded ones: those are read and folded first). A run starts from the fold the
-session's last run in this process ended with (`application/warm_contexts`), or else
-from the newest stored snapshot of the folded state (`application/context_snapshots`),
-and the events after it; it keeps one every `snapshot_every` events and at each
-compaction.
+came before the recorded ones: those are read and folded first). A run starts from the
+fold the session's last run in this process ended with (`application/warm_contexts`),
+with the events written since (those this process wrote, or else read), or else from
+the newest stored snapshot of the folded state (`application/context_snapshots`) and
+the events after it; it keeps one every `snapshot_every` events and at each compaction.
 """
 
 from __future__ import annotations
