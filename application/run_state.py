@@ -155,10 +155,9 @@ class RunState:
         receipt = await self.bridge(command, *args, **kwargs)
         start = receipt.version - len(receipt.events)
         if start > self.version:  # another writer's events came first: fold them first
-            between = await self.bridge(
-                _between, self.sessions, self.session_id, self.version, start
+            self._fold(
+                await self.bridge(_tail, self.sessions, self.session_id, self.version, start)
             )
-            self._fold(between)
             self._in_step = False
         self._fold(receipt.events)
         if self._snapshot_due(receipt.events):
@@ -226,15 +225,12 @@ def _load(
     return _Loaded(folded, tail)
 
 
-def _tail(sessions: SessionService, session_id: UUID, after: int) -> list[SessionEvent]:
-    return list(sessions.session_events(session_id, after=after))
-
-
-def _between(
-    sessions: SessionService, session_id: UUID, after: int, before: int
+def _tail(
+    sessions: SessionService, session_id: UUID, after: int, through: int | None = None
 ) -> list[SessionEvent]:
-    """The events after version `after`, up to and with `before`."""
-    return list(sessions.session_events(session_id, after=after, limit=before - after))
+    """The events after version `after` (up to and with `through`, if given)."""
+    limit = None if through is None else through - after
+    return list(sessions.session_events(session_id, after=after, limit=limit))
 
 
 def _head(sessions: SessionService, session_id: UUID, through: int) -> list[SessionEvent]:
