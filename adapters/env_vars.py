@@ -23,12 +23,14 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "NATS server with JetStream, e.g. nats://host:4222",
     ),
     "TOKENDANCE_NATS_STREAM": ("TOKENDANCE", "JetStream stream that carries the events"),
-    "TOKENDANCE_DB_POOL_SIZE": (
-        "8",
-        "Postgres connections kept open (the event-store thread pool has as many "
-        "threads as pool size + overflow)",
-    ),
+    "TOKENDANCE_DB_POOL_SIZE": ("8", "Postgres connections kept open"),
     "TOKENDANCE_DB_MAX_OVERFLOW": ("8", "extra Postgres connections allowed under load"),
+    "TOKENDANCE_STORE_THREADS": (
+        "4",
+        "threads that call the event store and the views from the event loop (at most "
+        "pool size + overflow); each thread past the cores costs CPU in hand-offs of "
+        "Python's lock on every call (`bench.stack_floor`)",
+    ),
     "TOKENDANCE_LOG_LEVEL": ("INFO", "log level"),
     "TOKENDANCE_LLM": (
         "(unset: Anthropic if ANTHROPIC_API_KEY is set)",

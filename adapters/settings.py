@@ -33,6 +33,7 @@ class Settings:
     nats_stream: str = _default("TOKENDANCE_NATS_STREAM")
     db_pool_size: int = int(_default("TOKENDANCE_DB_POOL_SIZE"))
     db_max_overflow: int = int(_default("TOKENDANCE_DB_MAX_OVERFLOW"))
+    store_threads: int = int(_default("TOKENDANCE_STORE_THREADS"))
     log_level: str = _default("TOKENDANCE_LOG_LEVEL")
     llm: str | None = None
     model: str = _default("TOKENDANCE_MODEL")
@@ -91,6 +92,7 @@ class Settings:
             nats_stream=get("TOKENDANCE_NATS_STREAM"),
             db_pool_size=_int(get("TOKENDANCE_DB_POOL_SIZE"), "TOKENDANCE_DB_POOL_SIZE"),
             db_max_overflow=_int(get("TOKENDANCE_DB_MAX_OVERFLOW"), "TOKENDANCE_DB_MAX_OVERFLOW"),
+            store_threads=_limit(get("TOKENDANCE_STORE_THREADS"), "TOKENDANCE_STORE_THREADS"),
             log_level=get("TOKENDANCE_LOG_LEVEL").upper(),
             llm=env.get("TOKENDANCE_LLM") or None,
             model=get("TOKENDANCE_MODEL"),
@@ -185,7 +187,9 @@ class Settings:
 
     @property
     def thread_pool_size(self) -> int:
-        return self.db_pool_size + self.db_max_overflow
+        """The bridge's threads: never more than the connections, so a burst of calls
+        queues for a thread rather than for a connection while holding a thread."""
+        return max(1, min(self.store_threads, self.db_pool_size + self.db_max_overflow))
 
 
 SANDBOXES = ("bubblewrap", "docker")

@@ -1,8 +1,12 @@
 """The deliberate bridge from async callers to the synchronous event store.
 
-eventsourcing and its Postgres recorder are synchronous (psycopg + threads). Async
-code calls them through one thread pool whose size matches the connection pool, so
-a burst of commands queues for a thread instead of for a connection while holding one.
+eventsourcing and its Postgres recorder are synchronous (psycopg + threads): it has no
+asyncio API (pyeventsourcing/eventsourcing#233). Async code calls them through one
+thread pool no larger than the connection pool, so a burst of commands queues for a
+thread instead of for a connection while holding one. It is small (4 threads unless
+TOKENDANCE_STORE_THREADS says otherwise): a statement's reply hands Python's lock back
+to its thread, and with more threads than cores those hand-offs cost more CPU than the
+statement (`bench.stack_floor`).
 A call runs in a copy of its caller's context, as with `asyncio.to_thread`: what a run's
 task set (the hold on its session) holds for the commands it calls.
 """
