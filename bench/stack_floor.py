@@ -4,15 +4,14 @@
 This drives the libraries underneath on their own, each the way the product drives
 them, with nothing of the product's on top (the one exception: the SSE response is the
 product's `EventStream`, litestar's own minus a thread hop per response):
-- http: a Litestar app on uvicorn (uvloop, httptools) as its own process, answering a
-  JSON POST with a bearer token by an SSE stream of the frames one chat message sends
-  (a retry line, 5 stored events, 2 live deltas); 100 clients each sending one request
-  after another, as `chat_accept` does; the server's CPU per request.
-- postgres: one prepared statement with a uuid parameter, 8 callers at once: on
-  psycopg's async connections, on the loop; and from the loop through a thread pool
-  (as `SyncBridge` calls the event store) to a thread that takes an autocommit
-  connection from a psycopg pool, with 8 threads (the product's before
-  TOKENDANCE_STORE_THREADS), 4 (its default now) and 1.
+- http: a Litestar app on uvicorn answering a chat POST with one message's SSE frames,
+  as its own process, driven by 100 clients as `chat_accept` drives `serve`; the
+  server's CPU per request (`bench.bare_http`).
+- postgres: one prepared statement with a uuid parameter, 8 callers at once: on the
+  loop, each caller on an async connection of its own and on one taken from psycopg's
+  async pool; and from the loop through a thread pool (as `SyncBridge` calls the event
+  store) to a thread that takes an autocommit connection from a psycopg pool, with 8
+  threads (the product's before TOKENDANCE_STORE_THREADS), 4 (its default now) and 1.
 - nats: one message's 5 stored events published to a JetStream stream (pipelined, their
   acks gathered, as the relay does), delivered to a durable push consumer that acks the
   last of what it got (the projections) and to a subscription on the session's subject
@@ -31,144 +30,44 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import subprocess
-import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
-import httpx
-import msgspec
 import nats
-import psycopg
-from litestar import Litestar, Request, post
-from litestar.exceptions import NotAuthorizedException
-from litestar.response import ServerSentEvent, ServerSentEventMessage
 from nats.aio.msg import Msg
-from psycopg_pool import ConnectionPool
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from adapters.http.streaming import EventStream
 from adapters.loop import run
-from bench.api_harness import cpu_seconds, free_port, machine, raise_fd_limit
+from bench.api_harness import machine
+from bench.bare_http import DELTAS, STORED, http_ms
 from bench.harness import fresh_servers
 
-TOKEN = "floor-" + "x" * 40
-STORED, DELTAS = 5, 2  # one chat message: message, run requested / started, turn, done
 SESSIONS = 20
 THREADS = (8, 4, 1)  # the thread pools measured: the product's before and now, and one
 
 
-class Body(msgspec.Struct):
-    content: str
+async def _cpu_per(n: int, work: Callable[[int], Awaitable[None]], tasks: int) -> float:
+    """Process CPU per unit (µs) of `n` units done by `tasks` tasks at once (each
+    calls `work` with its number)."""
 
-
-def _frames() -> list[ServerSentEventMessage]:
-    """Frames the size and kind of one chat message's stream, in its order."""
-    run_id = str(uuid.uuid4())
-    stored: list[dict[str, object]] = [
-        {"type": "message", "role": "user", "content": "message 1", "attachments": []},
-        {"type": "run", "status": "requested", "run_id": run_id},
-        {"type": "run", "status": "started", "run_id": run_id, "worker": "host:1"},
-        {"type": "message", "role": "assistant", "content": "OK, noted.", "run_id": run_id,
-         "tool_calls": [], "stop_reason": "end_turn", "model": "scripted",
-         "usage": {"input": 1200, "output": 4, "cache_read": 0, "cache_write": 0}},
-        {"type": "done", "status": "completed", "tokens_used": 1204, "run_id": run_id},
-    ]  # fmt: skip
-    at = "2026-11-28T00:54:10.068282Z"
-    frames = [ServerSentEventMessage(data=None, retry=3000)]
-    for version, payload in enumerate(stored, start=7):
-        data = msgspec.json.encode({**payload, "version": version, "timestamp": at}).decode()
-        frames.append(ServerSentEventMessage(data=data, event=str(payload["type"]), id=version))
-    delta = msgspec.json.encode({"type": "content", "content": "OK, "}).decode()
-    frames[4:4] = [ServerSentEventMessage(data=delta, event="content")] * DELTAS  # after start
-    return frames
-
-
-def bare_app() -> Litestar:
-    frames = _frames()
-
-    async def stream() -> AsyncIterator[ServerSentEventMessage]:
-        for frame in frames:
-            yield frame
-
-    @post("/message", status_code=200)
-    async def message(request: Request[Any, Any, Any]) -> ServerSentEvent:
-        if request.headers.get("authorization") != f"Bearer {TOKEN}":
-            raise NotAuthorizedException()
-        msgspec.json.decode(await request.body(), type=Body)
-        return EventStream(stream())
-
-    return Litestar([message], openapi_config=None)
-
-
-def _serve(port: int) -> None:
-    import uvicorn
-
-    config = uvicorn.Config(bare_app(), port=port, log_level="warning", http="auto")
-    run(uvicorn.Server(config).serve())
-
-
-async def _post_many(url: str, requests: int, clients: int) -> None:
-    raise_fd_limit()
-    limits = httpx.Limits(max_connections=clients + 10)
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-
-    async def client(n: int) -> None:
-        for i in range(n):
-            body = {"content": f"m {i}"}
-            async with http.stream("POST", "/message", json=body, headers=headers) as r:
-                assert r.status_code == 200, r.status_code
-                await r.aread()
-
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as http:
-        await asyncio.gather(*(client(requests // clients) for _ in range(clients)))
-
-
-def http_ms(requests: int, clients: int = 100) -> float:
-    """Server CPU per request (ms) of the bare app under `clients` clients."""
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "bench.stack_floor", "--serve", str(port)])
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.post(f"{url}/message", json={"content": "warm"}, headers={
-                    "Authorization": f"Bearer {TOKEN}"}, timeout=1).raise_for_status()  # fmt: skip
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise
-                time.sleep(0.1)
-        asyncio.run(_post_many(url, requests // 4, clients))  # warm-up
-        before = cpu_seconds(server.pid)
-        asyncio.run(_post_many(url, requests, clients))
-        return (cpu_seconds(server.pid) - before) / requests * 1000
-    finally:
-        server.terminate()
-        server.wait(10)
-
-
-async def _cpu_per(n: int, work: Callable[[], Awaitable[None]], tasks: int) -> float:
-    """Process CPU per unit (µs) of `n` units done by `tasks` tasks at once."""
-
-    async def worker() -> None:
+    async def worker(k: int) -> None:
         for _ in range(n // tasks):
-            await work()
+            await work(k)
 
-    await asyncio.gather(*(worker() for _ in range(tasks)))  # warm-up: prepared statements
+    await asyncio.gather(*map(worker, range(tasks)))  # warm-up: prepared statements
     start = time.process_time()
-    await asyncio.gather(*(worker() for _ in range(tasks)))
+    await asyncio.gather(*map(worker, range(tasks)))
     return (time.process_time() - start) / n * 1e6
 
 
 async def postgres_us(url: str, n: int) -> dict[str, float]:
-    """CPU per statement (µs), 8 callers at once: on an async connection on the loop;
-    and through a thread pool to a pooled connection (as the event store is called),
-    with 8, 4 and 1 threads."""
+    """CPU per statement (µs), 8 callers at once: on the loop, each caller on a
+    connection of its own and on one from an async pool; and through a thread pool to a
+    pooled connection (as the event store is called), with 8, 4 and 1 threads."""
     query = "SELECT oid FROM pg_class WHERE oid = 1259 AND %s::uuid IS NOT NULL"
     key = uuid.uuid4()
     loop = asyncio.get_running_loop()
@@ -179,32 +78,39 @@ async def postgres_us(url: str, n: int) -> dict[str, float]:
         with pool.connection() as conn:
             conn.execute(query, (key,)).fetchone()
 
-    def through(executor: ThreadPoolExecutor) -> Callable[[], Awaitable[None]]:
-        async def call() -> None:
+    def through(executor: ThreadPoolExecutor) -> Callable[[int], Awaitable[None]]:
+        async def call(_: int) -> None:
             await loop.run_in_executor(executor, one)
 
         return call
 
-    free: asyncio.Queue[psycopg.AsyncConnection[tuple[object, ...]]] = asyncio.Queue()
-    for _ in range(8):
-        free.put_nowait(await psycopg.AsyncConnection.connect(url, autocommit=True))
+    async_pool = AsyncConnectionPool(
+        url, min_size=8, max_size=8, kwargs={"autocommit": True}, open=False
+    )
+    await async_pool.open(wait=True)
 
-    async def on_loop() -> None:
-        conn = await free.get()
-        try:
+    held = [await AsyncConnection.connect(url, autocommit=True) for _ in range(8)]
+
+    async def pooled(_: int) -> None:
+        async with async_pool.connection() as conn:
             await (await conn.execute(query, (key,))).fetchone()
-        finally:
-            free.put_nowait(conn)
+
+    async def own(k: int) -> None:
+        await (await held[k].execute(query, (key,))).fetchone()
 
     executors = {threads: ThreadPoolExecutor(threads) for threads in THREADS}
     try:
-        cpu = {"on the loop": await _cpu_per(n, on_loop, 8)}
+        cpu = {
+            "on the loop, each caller its connection": await _cpu_per(n, own, 8),
+            "on the loop, from an async pool": await _cpu_per(n, pooled, 8),
+        }
         for threads, executor in executors.items():
             how = f"through {threads} thread{'s' if threads > 1 else ''}"
             cpu[how] = await _cpu_per(n, through(executor), 8)
     finally:
-        while not free.empty():
-            await free.get_nowait().close()
+        await async_pool.close()
+        for conn in held:
+            await conn.close()
         for executor in executors.values():
             executor.shutdown()
         pool.close()
@@ -285,21 +191,17 @@ async def nats_ms(url: str, messages: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--requests", type=int, default=2000, help="chat messages per layer")
     parser.add_argument("--statements", type=int, default=29, help="statements per message")
     options = parser.parse_args()
-    if options.serve:
-        _serve(options.serve)
-        return
     print(machine())
     http = http_ms(options.requests)
     print(f"http: {http:.2f} ms of server CPU per POST answered by 8 SSE frames")
     with fresh_servers("floor") as fresh:
         per_statement = run(postgres_us(fresh.database_url, 4 * options.requests))
         print(
-            "postgres: CPU per statement, on an async connection on the loop and through a "
-            "thread pool: " + ", ".join(f"{how} {us:.0f} us" for how, us in per_statement.items())
+            "postgres: CPU per statement: "
+            + "; ".join(f"{how} {us:.0f} us" for how, us in per_statement.items())
         )
         bus = run(nats_ms(fresh.nats_url, options.requests))
         print(f"nats: {bus:.2f} ms per message ({STORED} stored events, {DELTAS} live deltas)")

@@ -21,6 +21,6 @@ def test_the_bridge_never_has_more_threads_than_connections() -> None:
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "four"])
-def test_a_count_of_threads_below_one_is_refused_with_its_name(value: str) -> None:
+def test_a_count_of_threads_not_a_whole_number_from_one_is_refused_by_name(value: str) -> None:
     with pytest.raises(SystemExit, match="TOKENDANCE_STORE_THREADS"):
         Settings.from_env({"TOKENDANCE_STORE_THREADS": value})
