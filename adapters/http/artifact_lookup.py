@@ -2,9 +2,10 @@
 
 An artifact is found in the artifacts read model, then its session goes through the
 tenant check: another tenant's artifact answers exactly as an id that does not exist.
-The read model trails the log by milliseconds, so an id the view does not know yet is
-looked up again once the view has applied everything the log held when asked (for at
-most `read_your_writes.WAIT` seconds): an artifact just announced on a stream is found.
+The read model trails the log by milliseconds, so an artifact is looked up once the view
+has applied everything the log held when asked (waiting at most `read_your_writes.WAIT`
+seconds): an artifact just announced on a stream is found, and so is its version just
+announced (a slide regenerated, then its versions asked for).
 """
 
 from __future__ import annotations
@@ -30,9 +31,8 @@ class ArtifactLookup:
     bridge: SyncBridge
 
     async def find(self, caller: Caller, artifact_id: UUID) -> ArtifactRow:
+        await self.waiter.caught_up(ArtifactsView.name)
         row = await self.bridge(self.view.get, artifact_id)
-        if row is None and await self.waiter.caught_up(ArtifactsView.name):
-            row = await self.bridge(self.view.get, artifact_id)
         if row is None:
             raise _not_found(artifact_id)
         try:
