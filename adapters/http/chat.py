@@ -21,6 +21,7 @@ from application.sessions import SessionService
 from domain.session import AgentSession as S
 from domain.working_memory import WorkingMemory, fold_all
 from domain.working_memory_render import render
+from projections.working_memory import WorkingMemoryView
 from schemas.api import (
     ChatMessage,
     ConfirmBody,
@@ -111,7 +112,10 @@ class ChatController(Controller):
         api: ApiDep,
     ) -> WorkingMemoryOut:
         await api.access.session_workspace(request.user, session_id)
-        memory = await api.bridge(api.views.memory.get, session_id)
+        # Read-your-writes: the view, once it has what the log held when asked (a plan
+        # or a note just streamed); if it is further behind than a query waits, the log.
+        fresh = await api.views.waiter.caught_up(WorkingMemoryView.name)
+        memory = await api.bridge(api.views.memory.get, session_id) if fresh else None
         if memory is None:  # the read model is behind: render from the log itself
             events = await api.bridge(lambda: list(api.sessions.session_events(session_id)))
             memory = render(fold_all(events))
