@@ -3,27 +3,27 @@
 Register, open a session that asks before every tool call, chat (the run streams until
 it waits for approval), approve through both approval APIs, follow the session stream
 to the end, and read what the run left: working memory, messages, the audit log.
-Also: a rejection, a stop in the middle of a slow model turn, answers to actions that
-are unknown or already answered, and a server that has no model at all.
+Also: a rejection, and answers to actions that are unknown or already answered (stops:
+`test_chat_stop.py`; no model at all: `test_chat_without_model.py`).
 """
 
 from __future__ import annotations
 
 from uuid import UUID
 
-import httpx
 import pytest
 
-from tests.e2e.client import (
-    SseEvent,
-    SseRead,
-    assert_error,
-    is_event,
-    read_sse,
-    settled,
-    sign_up,
-    wait_until,
+from tests.e2e.chat_helpers import (
+    QUESTION,
+    assert_contiguous,
+    audit_log,
+    chat,
+    follow,
+    new_session,
+    stored_types,
+    user,
 )
+from tests.e2e.client import assert_error, settled, wait_until
 from tests.e2e.conftest import StartServer
 
 pytestmark = [pytest.mark.e2e]
@@ -32,75 +32,6 @@ THINKING = "The user wants facts about heat pumps; plan first."
 FIRST_TEXT = "Let me plan this."
 FINDING = "Heat pumps deliver 3 units of heat per unit of electricity"
 ANSWER = "Heat pumps deliver about three units of heat per unit of electricity."
-QUESTION = is_event("confirm_required")
-
-
-# -- helpers ----------------------------------------------------------------------
-
-
-def user(server_client: httpx.Client, email: str) -> tuple[dict[str, object], httpx.Client]:
-    account = sign_up(server_client, email)
-    token = str(account["access_token"])
-    http = httpx.Client(
-        base_url=str(server_client.base_url), headers={"Authorization": f"Bearer {token}"},
-        timeout=30,
-    )  # fmt: skip
-    return account, http
-
-
-def new_session(http: httpx.Client, workspace_id: object, **settings: object) -> dict[str, object]:
-    body: dict[str, object] = {"workspace_id": str(workspace_id), "title": "Heat pumps"}
-    if settings:
-        body["settings"] = settings
-    created = http.post("/api/v1/sessions/", json=body)
-    assert created.status_code == 201, created.text
-    return created.json()
-
-
-def chat(http: httpx.Client, session_id: object, text: str, **kwargs: object) -> SseRead:
-    """Send a message; read the run's SSE until the server ends it."""
-    read = read_sse(
-        http, "POST", f"/api/v1/chat/{session_id}/message", json={"content": text}, **kwargs
-    )
-    assert read.status == 200, read.body
-    return read
-
-
-def follow(http: httpx.Client, session_id: object, after: int, **kwargs: object) -> SseRead:
-    """The session stream from `Last-Event-ID: after` until the run is done (or fails)."""
-    read = read_sse(
-        http,
-        "GET",
-        f"/api/v1/sessions/{session_id}/stream",
-        headers={"Last-Event-ID": str(after)},
-        until=is_event("done", "error"),
-        **kwargs,
-    )
-    assert read.status == 200, read.body
-    return read
-
-
-def audit_log(http: httpx.Client, session_id: object) -> list[dict[str, object]]:
-    """Every stored event of the session, page by page."""
-    items: list[dict[str, object]] = []
-    after: int | None = 0
-    while after is not None:
-        page = http.get(
-            f"/api/v1/sessions/{session_id}/events", params={"after": after, "limit": 1000}
-        )
-        assert page.status_code == 200, page.text
-        body = page.json()
-        items.extend(body["items"])
-        after = body["next_after"]
-    return items
-
-
-def assert_contiguous(ids: list[int], first: int) -> None:
-    assert ids == list(range(first, first + len(ids))), ids
-
-
-def stored_types(events: list[SseEvent]) -> list[str]:
-    return [e.event for e in events if e.id is not None]
 
 
 # -- the whole flow ---------------------------------------------------------------
@@ -328,69 +259,6 @@ def test_rejecting_an_action_records_a_cancelled_result_and_the_run_goes_on(
     assert "ProgressNoted" not in types
 
 
-def test_stop_during_a_slow_model_turn_answers_at_once_and_the_stream_says_stopped(
-    start_server: StartServer,
-) -> None:
-    server = start_server("slow")
-    account, http = user(server.client(), "sam@example.com")
-    sid = new_session(http, account["workspace_id"])["id"]
-
-    started = read_sse(
-        http,
-        "POST",
-        f"/api/v1/chat/{sid}/message",
-        json={"content": "take your time"},
-        until=lambda e: e.event == "run" and e.data.get("status") == "started",
-        timeout=10,
-    )
-    assert started.status == 200, started.body
-
-    # "At once" is shown by the log, not a clock: the stop cut the 5 s turn short, so
-    # no assistant turn is recorded before RunStopped (asserted below).
-    stopped = http.post(f"/api/v1/chat/{sid}/stop")
-    assert stopped.status_code == 200, stopped.text
-    assert stopped.json()["status"] == "stopped" and stopped.json()["session_id"] == sid
-
-    rest = follow(http, sid, started.ids[-1], timeout=10)
-    assert stored_types(rest.events) == ["done"], stored_types(rest.events)
-    assert rest.events[-1].data["status"] == "stopped"
-    assert rest.events[-1].id == stopped.json()["version"]
-    assert not rest.of("content"), "nothing of the stopped turn may reach the client"
-
-    types = [e["type"] for e in audit_log(http, sid)]
-    assert types[-1] == "RunStopped" and "AssistantTurnRecorded" not in types
-    summary = wait_until(
-        lambda: (s := http.get(f"/api/v1/sessions/{sid}").json())["status"] == "stopped" and s
-    )
-    assert isinstance(summary, dict) and summary["active_run_id"] is None
-    again = http.post(f"/api/v1/chat/{sid}/stop")
-    assert_error(again, 409)
-    settled(http)
-    assert [e["type"] for e in audit_log(http, sid)] == types, "a second stop wrote nothing"
-
-
-def test_stop_while_waiting_for_approval_interrupts_the_call(start_server: StartServer) -> None:
-    server = start_server("one_tool")
-    account, http = user(server.client(), "sue@example.com")
-    sid = new_session(http, account["workspace_id"], confirmation="always")["id"]
-    first = chat(http, sid, "Note your progress", timeout=15, until=QUESTION)
-    assert first.events[-1].event == "confirm_required"
-    action_id = first.events[-1].data["action_id"]
-
-    stopped = http.post(f"/api/v1/chat/{sid}/stop")
-    assert stopped.status_code == 200, stopped.text
-    rest = follow(http, sid, first.ids[-1], timeout=10)
-    assert stored_types(rest.events) == ["tool_result", "done"]
-    interrupted = rest.of("tool_result")[0].data
-    assert (interrupted["status"], interrupted["outcome"]) == ("cancelled", "interrupted")
-    assert rest.events[-1].data["status"] == "stopped"
-    wait_until(lambda: http.get(f"/api/v1/sessions/{sid}/hitl/pending").json() == [])
-    late = http.post(
-        f"/api/v1/chat/{sid}/confirm", json={"action_id": action_id, "confirmed": True}
-    )
-    assert_error(late, (404, 409))
-
-
 def test_confirming_an_unknown_or_answered_action_is_refused_and_records_nothing(
     start_server: StartServer,
 ) -> None:
@@ -440,73 +308,3 @@ def test_confirming_an_unknown_or_answered_action_is_refused_and_records_nothing
     assert audit_log(http, sid) == before, "a refused answer must not write anything"
     row = http.get(f"/api/v1/hitl/{action_id}").json()
     assert row["status"] == "approved"
-
-
-# -- no model at all ------------------------------------------------------------------
-
-
-def test_without_a_model_a_chat_ends_with_llm_not_configured_and_the_rest_works(
-    start_server: StartServer,
-) -> None:
-    server = start_server(None)
-    assert server.script is None and "TOKENDANCE_LLM" not in server.extra_env
-    account, http = user(server.client(), "nomodel@example.com")
-    sid = new_session(http, account["workspace_id"])["id"]
-
-    for attempt in range(2):  # a failed run leaves the session usable
-        read = chat(http, sid, f"hello {attempt}", timeout=15)
-        assert read.ended
-        errors = read.of("error")
-        assert len(errors) == 1, [(e.event, e.data) for e in read.events]
-        error = errors[0].data
-        assert error["error_code"] == "LLM_NOT_CONFIGURED", error
-        assert "ANTHROPIC_API_KEY" in str(error["message"])
-        assert read.events[-1].event == "error"
-        assert stored_types(read.events)[:3] == ["message", "run", "run"]
-
-    summary = wait_until(
-        lambda: (s := http.get(f"/api/v1/sessions/{sid}").json())["status"] == "error" and s
-    )
-    assert isinstance(summary, dict) and summary["active_run_id"] is None
-    types = [e["type"] for e in audit_log(http, sid)]
-    assert types.count("RunFailed") == 2 and types.count("UserMessageAppended") == 2
-
-    # Everything that needs no model still works.
-    assert server.client().get("/health").json()["status"] == "ok"
-    tools = http.get("/api/v1/mcp/tools/")
-    assert tools.status_code == 200
-    assert {"update_plan", "record_finding", "note_progress"} <= {t["name"] for t in tools.json()}
-    ran = http.post(
-        "/api/v1/mcp/tools/note_progress/execute",
-        json={"session_id": sid, "args": {"text": "checked by hand"}},
-    )
-    assert ran.status_code == 200, ran.text
-    assert ran.json()["status"] == "success"
-    # Read-your-writes: the note just written is in the working memory asked for next.
-    progress = http.get(f"/api/v1/chat/{sid}/working-memory").json()["progress"]["content"]
-    assert "checked by hand" in progress
-    renamed = http.patch(f"/api/v1/sessions/{sid}", json={"title": "Renamed"})
-    assert renamed.status_code == 200 and renamed.json()["title"] == "Renamed"
-    assert http.get(f"/api/v1/sessions/{sid}/messages").json()["total"] == 2
-    fork = http.post(f"/api/v1/sessions/{sid}/fork", json={"at_version": 2})
-    assert fork.status_code == 201, fork.text
-    # The list answers from the read model: the fork shows once it is applied.
-    params = {"workspace_id": account["workspace_id"]}
-    wait_until(lambda: http.get("/api/v1/sessions/", params=params).json()["total"] == 2)
-    completed = http.post(f"/api/v1/sessions/{sid}/complete")
-    assert completed.is_success, completed.text  # the exact status: the test below
-    assert completed.json()["status"] == "completed"
-
-
-def test_marking_a_session_complete_answers_200_ok(start_server: StartServer) -> None:
-    """POST .../complete creates nothing, so it answers 200 (like stop and confirm do).
-
-    BUG (adapters/http/sessions.py, `complete_session`): `@post` without `status_code`
-    takes Litestar's POST default, 201 Created.
-    """
-    server = start_server(None)
-    account, http = user(server.client(), "done@example.com")
-    sid = new_session(http, account["workspace_id"])["id"]
-    completed = http.post(f"/api/v1/sessions/{sid}/complete")
-    assert completed.json()["status"] == "completed"
-    assert completed.status_code == 200, completed.status_code

@@ -16,9 +16,9 @@ import httpx
 import pytest
 
 from adapters.settings import Settings
+from tests.e2e.chat_helpers import assert_contiguous, audit_log, chat, follow, new_session, user
 from tests.e2e.client import Server, SseRead, is_event
 from tests.e2e.conftest import StartServer
-from tests.e2e.test_chat_flow import assert_contiguous, audit_log, chat, follow, new_session, user
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
