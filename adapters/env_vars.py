@@ -62,6 +62,12 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "10",
         "file uploads per minute per user, across every API replica (a sliding window)",
     ),
+    "TOKENDANCE_CORS_ORIGINS": (
+        "(unset: none; http://localhost:5173 on the embedded defaults)",
+        "origins (scheme://host[:port], comma-separated) whose pages may call the API from "
+        "a browser; `serve` without TOKENDANCE_DATABASE_URL also allows the web client's "
+        "dev server, http://localhost:5173",
+    ),
     "TOKENDANCE_MAX_UPLOAD_BYTES": (
         "26214400",
         "the largest workspace file, in bytes (25 MiB), uploaded or written by the agent",

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from adapters.env_vars import DOCUMENTED
+from adapters.origins import parse_origins
 from domain.conversation import CacheTtl
 from sandbox.proxy import valid_pattern
 
@@ -45,6 +46,7 @@ class Settings:
     rate_limit_per_minute: int = int(_default("TOKENDANCE_RATE_LIMIT_PER_MINUTE"))
     max_streams_per_user: int = int(_default("TOKENDANCE_MAX_STREAMS_PER_USER"))
     uploads_per_minute: int = int(_default("TOKENDANCE_UPLOADS_PER_MINUTE"))
+    cors_origins: tuple[str, ...] = ()
     max_upload_bytes: int = int(_default("TOKENDANCE_MAX_UPLOAD_BYTES"))
     s3_url: str | None = None
     s3_bucket: str = _default("TOKENDANCE_S3_BUCKET")
@@ -110,6 +112,7 @@ class Settings:
             uploads_per_minute=_limit(
                 get("TOKENDANCE_UPLOADS_PER_MINUTE"), "TOKENDANCE_UPLOADS_PER_MINUTE"
             ),
+            cors_origins=_origins(env.get("TOKENDANCE_CORS_ORIGINS", "")),
             max_upload_bytes=_limit(
                 get("TOKENDANCE_MAX_UPLOAD_BYTES"), "TOKENDANCE_MAX_UPLOAD_BYTES"
             ),
@@ -241,6 +244,13 @@ def _domains(value: str) -> tuple[str, ...]:
         return tuple(valid_pattern(d) for d in value.split(",") if d.strip())
     except ValueError as e:
         raise SystemExit(f"TOKENDANCE_SANDBOX_ALLOW_DOMAINS: {e}") from None
+
+
+def _origins(value: str) -> tuple[str, ...]:
+    try:
+        return parse_origins(value)
+    except ValueError as e:
+        raise SystemExit(f"TOKENDANCE_CORS_ORIGINS: {e}") from None
 
 
 def _s3_url(env: Mapping[str, str]) -> str | None:

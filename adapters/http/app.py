@@ -26,6 +26,7 @@ from adapters.http.auth import PUBLIC, BearerTokenAuthentication
 from adapters.http.auth_routes import AuthController, WorkspaceController
 from adapters.http.budgets import BudgetsController
 from adapters.http.chat import ChatController
+from adapters.http.cors import cors_config
 from adapters.http.deck_pages import DeckController, DeckPages
 from adapters.http.deps import Access, Api, ReadModels
 from adapters.http.episodic_search import Episodes, EpisodicSearchController
@@ -151,6 +152,7 @@ def create_app(
             IdempotencyMiddleware(idempotency, container.bridge),
         ],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        cors_config=cors_config(s),  # outside all of the above: preflights need no token
         lifespan=[lifespan],
         on_startup=[log_redaction.install],  # no access token reaches a log
         on_shutdown=[idempotency.close],  # this process's Idempotency-Key leases

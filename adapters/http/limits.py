@@ -2,7 +2,10 @@
 
 The caller is the authenticated user (`request.user.user_id`); before login (register,
 login, refresh) it is the client address. Every request but the operational ones
-(`/health`, `/readiness`, `/metrics`, `/schema*`) counts towards the request limit; an
+(`/health`, `/readiness`, `/metrics`, `/schema*`) and OPTIONS counts towards the request
+limit (a CORS preflight is answered before any of this, by the CORS middleware that
+wraps the app: adapters/http/cors.py; an OPTIONS that reaches the app only lists a
+route's methods, which costs less than counting it); an
 SSE endpoint also takes one of the caller's stream slots for as long as its response
 streams, and an upload (a session attachment, a workspace file) also counts towards
 the upload limit. Over a limit: 429
@@ -235,7 +238,7 @@ class RateLimitMiddleware(ASGIMiddleware):
 
     @staticmethod
     def should_bypass_for_scope(scope: Scope) -> bool:
-        return bool(EXEMPT.search(scope["path"]))
+        return scope.get("method") == "OPTIONS" or bool(EXEMPT.search(scope["path"]))
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
         route = f"{scope.get('method', '')} {scope['path']}"
