@@ -62,6 +62,12 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "10",
         "file uploads per minute per user, across every API replica (a sliding window)",
     ),
+    "TOKENDANCE_LOGIN_ATTEMPTS": (
+        "10",
+        "failed logins per account (any address) and per client address (any account) in "
+        "15 minutes; then every login of that account or from that address answers 429 "
+        "with `Retry-After` until the oldest failure is 15 minutes old (across replicas)",
+    ),
     "TOKENDANCE_CORS_ORIGINS": (
         "(unset: none; http://localhost:5173 on the embedded defaults)",
         "origins (scheme://host[:port], comma-separated) whose pages may call the API from "

@@ -46,6 +46,7 @@ class Settings:
     rate_limit_per_minute: int = int(_default("TOKENDANCE_RATE_LIMIT_PER_MINUTE"))
     max_streams_per_user: int = int(_default("TOKENDANCE_MAX_STREAMS_PER_USER"))
     uploads_per_minute: int = int(_default("TOKENDANCE_UPLOADS_PER_MINUTE"))
+    login_attempts: int = int(_default("TOKENDANCE_LOGIN_ATTEMPTS"))
     cors_origins: tuple[str, ...] = ()
     max_upload_bytes: int = int(_default("TOKENDANCE_MAX_UPLOAD_BYTES"))
     s3_url: str | None = None
@@ -112,6 +113,7 @@ class Settings:
             uploads_per_minute=_limit(
                 get("TOKENDANCE_UPLOADS_PER_MINUTE"), "TOKENDANCE_UPLOADS_PER_MINUTE"
             ),
+            login_attempts=_limit(get("TOKENDANCE_LOGIN_ATTEMPTS"), "TOKENDANCE_LOGIN_ATTEMPTS"),
             cors_origins=_origins(env.get("TOKENDANCE_CORS_ORIGINS", "")),
             max_upload_bytes=_limit(
                 get("TOKENDANCE_MAX_UPLOAD_BYTES"), "TOKENDANCE_MAX_UPLOAD_BYTES"

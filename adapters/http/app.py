@@ -33,6 +33,7 @@ from adapters.http.episodic_search import Episodes, EpisodicSearchController
 from adapters.http.errors import EXCEPTION_HANDLERS
 from adapters.http.idempotency import IdempotencyMiddleware, IdempotencyStore
 from adapters.http.limits import RateLimitMiddleware, RateLimits
+from adapters.http.login_limits import LoginLimits
 from adapters.http.memories import MemoryApi, MemoryController
 from adapters.http.metrics import Metrics, MetricsMiddleware, metrics_endpoint
 from adapters.http.openapi import complete, docs_assets, openapi_config
@@ -48,6 +49,7 @@ from adapters.http.workspace_files import FileListing, workspace_files_router
 from adapters.nats.session_feed import SessionFeed
 from adapters.nats.signing_peers import keep_answering
 from adapters.postgres.limit_counters import PostgresCounters
+from adapters.postgres.login_failures import PostgresLoginFailures
 from adapters.postgres.schema_lock import schema_lock
 from adapters.services import Services
 from adapters.system import Engine
@@ -77,10 +79,11 @@ def create_app(
     engine: Engine,
     *,
     limits: RateLimits | None = None,
+    login_limits: LoginLimits | None = None,
 ) -> Litestar:
     """The HTTP API over a built container; background services run with the app.
 
-    `limits` default to the settings' (tests pass their own).
+    `limits` and `login_limits` default to the settings' (tests pass their own).
     """
     s = container.settings
     limits = limits or RateLimits(
@@ -88,6 +91,11 @@ def create_app(
         streams_per_user=s.max_streams_per_user,
         uploads_per_minute=s.uploads_per_minute,
         counters=PostgresCounters.of(container),  # shared by every API replica
+        bridge=container.bridge,
+    )
+    login_limits = login_limits or LoginLimits(
+        attempts=s.login_attempts,
+        failures=PostgresLoginFailures.of(container),  # shared by every API replica
         bridge=container.bridge,
     )
     logs = {name: _log_recorder(container, name) for name in container.views}
@@ -161,6 +169,7 @@ def create_app(
     )
     complete(app.openapi_schema)
     app.state.access = access
+    app.state.login_limits = login_limits  # the login route counts failures with them
     app.state.metrics = metrics
     app.state.waiter = waiter
     app.state.approval_wait = container.settings.approval_wait  # chat streams across approvals

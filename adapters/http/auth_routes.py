@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from litestar import Controller, get, post
+from uuid import uuid4
+
+from litestar import Controller, Request, get, post
+from litestar.datastructures import State
 from litestar.params import JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from adapters.http.deps import ApiDep, Caller
+from adapters.http.login_limits import client_address, login_limits
 from application.accounts import TokenPair, WorkspaceInfo
+from domain.account_errors import EmailTaken
+from domain.accounts import User
 from schemas.api import (
     LoginBody,
     RefreshBody,
@@ -33,13 +39,23 @@ class AuthController(Controller):
         data: JSONBody[RegisterBody],
         api: ApiDep,
     ) -> RegisterOut:
-        done = await api.bridge(api.accounts.register, data.email, data.password, data.name)
+        """A user with their organization, team and workspace. A taken email answers the
+        same (201, the same fields) and changes nothing: no one learns which emails have
+        an account. Its user_id is derived from the email anyway; its other ids are new
+        and name nothing; its owner's password still logs in, this one does not."""
+        try:
+            done = await api.bridge(api.accounts.register, data.email, data.password, data.name)
+            user_id, organization_id, workspace_id = (
+                done.user_id, done.organization_id, done.workspace_id,
+            )  # fmt: skip
+        except EmailTaken:  # the password was hashed all the same: it takes as long
+            user_id, organization_id, workspace_id = User.id_for(data.email), uuid4(), uuid4()
         return RegisterOut(
-            user_id=done.user_id,
+            user_id=user_id,
             email=data.email.strip().lower(),
             name=data.name,
-            organization_id=done.organization_id,
-            workspace_id=done.workspace_id,
+            organization_id=organization_id,
+            workspace_id=workspace_id,
         )
 
     @post("/login", status_code=HTTP_200_OK)
@@ -47,8 +63,15 @@ class AuthController(Controller):
         self,
         data: JSONBody[LoginBody],
         api: ApiDep,
+        request: Request[object, object, State],
     ) -> TokenOut:
-        return _tokens(await api.bridge(api.accounts.login, data.email, data.password))
+        """Tokens of a new login. An unknown email and a wrong password answer alike (401
+        INVALID_CREDENTIALS); after TOKENDANCE_LOGIN_ATTEMPTS failures in 15 minutes of
+        the account, or from the address, 429 RATE_LIMITED (adapters/http/login_limits.py)."""
+        limits = login_limits(request.app)
+        async with limits.attempt(data.email, client_address(request)):
+            pair = await api.bridge(api.accounts.login, data.email, data.password)
+        return _tokens(pair)
 
     @post("/refresh", status_code=HTTP_200_OK)
     async def refresh(

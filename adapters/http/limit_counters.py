@@ -1,9 +1,13 @@
-"""Where rate limits are counted (the `Counters` port) and the in-process counters.
+"""Where rate limits are counted (the `Counters` and `LoginFailures` ports) and the
+in-process counters.
 
 `RateLimits` (adapters/http/limits.py) asks its counters to count a request, or to
 open, refresh and close a stream slot. `InMemoryCounters` count in this process alone:
 exact sliding windows (a log of hit times per caller) and held slots; the API's
 counters are in Postgres, shared by its replicas (adapters/postgres/limit_counters.py).
+`LoginLimits` (adapters/http/login_limits.py) counts failed logins the same way:
+`InMemoryLoginFailures` here, `PostgresLoginFailures` (adapters/postgres/login_failures.py)
+across replicas.
 """
 
 from __future__ import annotations
@@ -11,13 +15,14 @@ from __future__ import annotations
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 Clock = Callable[[], float]
 Counted = Literal["requests", "uploads"]  # the counters a request moves (streams are slots)
 WINDOW = 60.0
+LOGIN_WINDOW = 15 * 60.0  # seconds failed logins are counted for
 
 
 class SlidingWindow:
@@ -156,3 +161,58 @@ class InMemoryCounters:
 def check_limit(limit: int) -> None:
     if limit < 1:
         raise ValueError(f"a rate limit must be at least 1, not {limit}")
+
+
+@dataclass(frozen=True)
+class Locked:
+    """A key with no attempt left: seconds until its oldest counted failure leaves the window."""
+
+    retry_after: float
+
+
+class LoginFailures(Protocol):
+    """Failed logins per key (an account, an address) in a sliding window. An attempt is
+    counted as a failure before its password is checked, so attempts in flight at once
+    cannot pass the limit together; one that did not fail is released."""
+
+    def reserve(self, keys: Sequence[str], limit: int) -> str | Locked:
+        """Count an attempt under every key (its id), unless one of them has `limit` already."""
+
+    def release(self, attempt: str, keys: Sequence[str]) -> None:
+        """The attempt did not fail: it counts no more."""
+
+
+class InMemoryLoginFailures:
+    """Failed logins in this process alone: a log of (time, attempt) per key."""
+
+    def __init__(self, clock: Clock = time.monotonic, *, window: float = LOGIN_WINDOW) -> None:
+        self._clock, self.window = clock, window
+        self._log: dict[str, deque[tuple[float, str]]] = {}
+        self._next_sweep = clock() + window
+
+    def reserve(self, keys: Sequence[str], limit: int) -> str | Locked:
+        check_limit(limit)
+        now = self._clock()
+        if now >= self._next_sweep:  # forget keys that went quiet, so memory stays bounded
+            self._log = {
+                k: log for k, log in self._log.items() if log and log[-1][0] > now - self.window
+            }
+            self._next_sweep = now + self.window
+        waits = []
+        for key in keys:
+            log = self._log.setdefault(key, deque())
+            while log and log[0][0] <= now - self.window:
+                log.popleft()
+            if len(log) >= limit:  # room once all but limit - 1 of them have left
+                waits.append(log[len(log) - limit][0] + self.window - now)
+        if waits:
+            return Locked(max(waits))
+        attempt = uuid.uuid4().hex
+        for key in keys:
+            self._log[key].append((now, attempt))
+        return attempt
+
+    def release(self, attempt: str, keys: Sequence[str]) -> None:
+        for key in keys:
+            log = self._log.get(key, deque())
+            self._log[key] = deque(entry for entry in log if entry[1] != attempt)

@@ -33,6 +33,7 @@ GENEROUS = {
     "TOKENDANCE_RATE_LIMIT_PER_MINUTE": "1000",
     "TOKENDANCE_MAX_STREAMS_PER_USER": "10",
     "TOKENDANCE_UPLOADS_PER_MINUTE": "100",
+    "TOKENDANCE_LOGIN_ATTEMPTS": "1000",  # failed logins have their own tests (test_login_limits)
 }
 
 StartServer = Callable[..., Server]

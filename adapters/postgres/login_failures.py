@@ -1,0 +1,147 @@
+"""Failed logins in Postgres, shared by every API replica (`LoginLimits`' failures).
+
+A row per (key, attempt), a key being an account (its normalized email) or a client
+address: an attempt is written under both before its password is checked, and deleted
+again if it did not fail, so the rows of the last 15 minutes are the failures (and the
+attempts in flight). Reserving is one call of a PL/pgSQL function (`login_attempt`), its
+own transaction: it takes a transaction-level advisory lock on each key (in order, so two
+attempts sharing keys never deadlock), counts each key's rows in the window, and inserts
+the attempt's rows only when every key has room; otherwise it inserts nothing and
+answers when the fullest key frees a slot (its `limit`-th newest row leaves the window).
+So attempts racing on any number of replicas never pass the limit together.
+
+Times come from the replica's clock (`time.time`), passed to every statement. Rows older
+than the window are deleted now and then. Any database error is raised as
+`CountersUnavailable` (the limit then fails open, like the rate limits).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+import psycopg
+from eventsourcing.persistence import PersistenceError
+from eventsourcing.postgres import PostgresDatastore, PostgresFactory
+from psycopg.rows import DictRow
+
+from adapters.container import Container
+from adapters.http.limit_counters import LOGIN_WINDOW, CountersUnavailable, Locked, check_limit
+
+SPACE = 0x7D1F  # first key of the two-int advisory locks: "a key's failed logins"
+SWEEP_EVERY = 60.0  # seconds between deletions of rows older than the window
+
+CREATE = (
+    """CREATE TABLE IF NOT EXISTS login_failures (
+        key text NOT NULL,           -- 'account:<email>' or 'address:<client address>'
+        attempt uuid NOT NULL,
+        at timestamptz NOT NULL,
+        PRIMARY KEY (key, attempt)
+    )""",
+    "CREATE INDEX IF NOT EXISTS login_failures_by_time ON login_failures (at)",
+)
+
+# NULL: the attempt is counted under every key. Else the time (epoch seconds) of the
+# fullest key's `room`-th newest failure: a slot frees when it leaves the window.
+ATTEMPT_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION login_attempt(
+    new_attempt uuid, of_keys text[], now double precision, since double precision,
+    room integer
+) RETURNS double precision LANGUAGE plpgsql AS $body$
+DECLARE
+    k text;
+    frees double precision;
+BEGIN
+    FOR k IN SELECT DISTINCT unnest(of_keys) ORDER BY 1 LOOP
+        PERFORM pg_advisory_xact_lock({SPACE}, hashtext(k));
+    END LOOP;
+    SELECT max(extract(epoch FROM nth)) INTO frees FROM (
+        SELECT (array_agg(at ORDER BY at DESC))[room] AS nth
+          FROM login_failures
+         WHERE key = ANY(of_keys) AND at > to_timestamp(since)
+         GROUP BY key HAVING count(*) >= room
+    ) AS full_keys;
+    IF frees IS NULL THEN
+        INSERT INTO login_failures (key, attempt, at)
+        SELECT DISTINCT unnest(of_keys), new_attempt, to_timestamp(now);
+    END IF;
+    RETURN frees;
+END;
+$body$"""
+
+ATTEMPT = "SELECT login_attempt(%s, %s, %s, %s, %s) AS frees"
+
+
+class PostgresLoginFailures:
+    """Failed logins in a Postgres table (created on first use), shared by the replicas."""
+
+    def __init__(
+        self,
+        datastore: PostgresDatastore,
+        *,
+        window: float = LOGIN_WINDOW,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.datastore, self.window, self._clock = datastore, window, clock
+        self._ready = False
+        self._lock = threading.Lock()
+        self._next_sweep = 0.0
+
+    @classmethod
+    def of(cls, container: Container) -> PostgresLoginFailures:
+        """Failed logins in the event store's database, through its connection pool."""
+        factory = container.sessions.factory
+        assert isinstance(factory, PostgresFactory)
+        return cls(factory.datastore)
+
+    def create_tables(self) -> None:
+        with self._connection(ready=True) as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (SPACE,))  # racing replicas
+            for statement in (*CREATE, ATTEMPT_FUNCTION):
+                conn.execute(statement)
+        self._ready = True
+
+    def reserve(self, keys: Sequence[str], limit: int) -> str | Locked:
+        check_limit(limit)
+        now = self._clock()
+        attempt = uuid.uuid4()
+        self._sweep_now_and_then(now)
+        with self._connection() as conn:
+            params = (attempt, list(keys), now, now - self.window, limit)
+            row = conn.execute(ATTEMPT, params, prepare=True).fetchone()
+        if row is None or row["frees"] is None:
+            return str(attempt)
+        return Locked(min(max(row["frees"] + self.window - now, 0.0), self.window))
+
+    def release(self, attempt: str, keys: Sequence[str]) -> None:
+        with self._connection() as conn:
+            conn.execute(
+                "DELETE FROM login_failures WHERE key = ANY(%s) AND attempt = %s",
+                (list(keys), uuid.UUID(attempt)),
+            )
+
+    def _sweep_now_and_then(self, now: float) -> None:
+        if time.monotonic() < self._next_sweep:
+            return
+        self._next_sweep = time.monotonic() + SWEEP_EVERY
+        with self._connection() as conn:
+            conn.execute(
+                "DELETE FROM login_failures WHERE at <= to_timestamp(%s)", (now - self.window,)
+            )
+
+    @contextmanager
+    def _connection(self, *, ready: bool = False) -> Iterator[psycopg.Connection[DictRow]]:
+        """A pooled connection (autocommit), the table made first unless `ready`; a
+        database error comes out as `CountersUnavailable`."""
+        if not (ready or self._ready):
+            with self._lock:
+                if not self._ready:
+                    self.create_tables()
+        try:
+            with self.datastore.get_connection() as conn:
+                yield conn
+        except (psycopg.Error, PersistenceError) as e:
+            raise CountersUnavailable(str(e)) from e
