@@ -17,6 +17,8 @@ from eventsourcing.utils import EnvType
 from application.budgets import Budgets
 from application.logins import Logins, Registration
 from application.passwords import Passwords
+from application.profiles import Profiles
+from application.team_members import DEFAULT_INVITATION_TTL, TeamMembers, check_invitation_ttl
 from application.tenants import Membership, TeamInfo, WorkspaceInfo
 from application.tokens import Principal, TokenCodec, TokenPair
 
@@ -34,7 +36,7 @@ __all__ = [
 THIRTY_DAYS = 30 * 24 * 3600
 
 
-class AccountService(Logins, Budgets):
+class AccountService(Logins, TeamMembers, Profiles, Budgets):
     """Users, organizations with their teams and workspaces, and logins (token families)."""
 
     name = "accounts"
@@ -52,8 +54,11 @@ class AccountService(Logins, Budgets):
         refresh_ttl: int = THIRTY_DAYS,
         clock: Callable[[], float] = time.time,
         hasher: PasswordHasher | None = None,
+        invitation_ttl: int = DEFAULT_INVITATION_TTL,
     ) -> None:
         super().__init__(env)
+        self._clock = clock
+        self.invitation_ttl = check_invitation_ttl(invitation_ttl)
         self._tokens = TokenCodec(
             jwt_secret, access_ttl=access_ttl, refresh_ttl=refresh_ttl, clock=clock
         )

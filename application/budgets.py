@@ -10,10 +10,11 @@ from __future__ import annotations
 from uuid import UUID
 
 from application.tenants import Tenants
-from domain.account_errors import BudgetNotFound, Forbidden
-from domain.accounts import MANAGING_ROLES, Organization
+from domain.account_errors import BudgetNotFound
+from domain.accounts import Organization
 from domain.budgets import Budget, BudgetLimits, Spend, ThresholdCrossing, budget_id
 from domain.errors import Conflict
+from domain.roles import Actor, Role, actor_of, capped, require
 from domain.values import BudgetScope
 
 RETRIES = 3  # a crossing recorded by a concurrent call is a conflict: load and look again
@@ -23,22 +24,22 @@ class Budgets(Tenants):
     """Setting and removing budgets, and recording the thresholds they cross."""
 
     def set_budget(
-        self, actor_id: UUID, scope: BudgetScope, scope_id: UUID, limits: BudgetLimits
+        self, actor_id: UUID | Actor, scope: BudgetScope, scope_id: UUID, limits: BudgetLimits
     ) -> Budget:
         organization_id = self._budget_owner(actor_id, scope, scope_id)
         budget = self._get(Budget, budget_id(scope, scope_id))
         if budget is None:
             budget = Budget.create(scope, scope_id, organization_id)
-        budget.set(limits, actor_id)
+        budget.set(limits, actor_of(actor_id).user_id)
         self._save(budget)
         return budget
 
-    def remove_budget(self, actor_id: UUID, scope: BudgetScope, scope_id: UUID) -> None:
+    def remove_budget(self, actor_id: UUID | Actor, scope: BudgetScope, scope_id: UUID) -> None:
         self._budget_owner(actor_id, scope, scope_id)
         budget = self._get(Budget, budget_id(scope, scope_id))
         if budget is None or budget.limits is None:
             raise BudgetNotFound(scope, scope_id)
-        budget.remove(actor_id)
+        budget.remove(actor_of(actor_id).user_id)
         self._save(budget)
 
     def record_crossings(
@@ -59,26 +60,35 @@ class Budgets(Tenants):
             return crossings
         return []
 
-    def _budget_owner(self, actor_id: UUID, scope: BudgetScope, scope_id: UUID) -> UUID | None:
+    def _budget_owner(
+        self, actor_id: UUID | Actor, scope: BudgetScope, scope_id: UUID
+    ) -> UUID | None:
         """The organization whose admins manage a budget on the scope (None: the actor's
         own); NotFound for a scope the actor cannot see, Forbidden if it cannot manage it."""
-        if scope == "user" and scope_id == actor_id:
+        actor = actor_of(actor_id)
+        if scope == "user" and scope_id == actor.user_id:
             return None
-        for organization, role in self._memberships(actor_id):
-            if _holds(organization, scope, scope_id):
-                if role not in MANAGING_ROLES:
-                    raise Forbidden(f"a {role} cannot set or remove {scope} budgets")
+        for organization in self._organizations(actor.user_id):
+            role = _role_over(organization, actor, scope, scope_id)
+            if role is not None:
+                require(role, "manage_budgets", f"setting or removing {scope} budgets")
                 return organization.id
         raise BudgetNotFound(scope, scope_id)
 
 
-def _holds(organization: Organization, scope: BudgetScope, scope_id: UUID) -> bool:
+def _role_over(
+    organization: Organization, actor: Actor, scope: BudgetScope, scope_id: UUID
+) -> Role | None:
+    """The actor's role over the scope in the organization (None: not there)."""
+    user_id = actor.user_id
+    role: Role | None
     match scope:
         case "org":
-            return organization.id == scope_id
+            role = organization.role_of(user_id) if organization.id == scope_id else None
         case "team":
-            return scope_id in organization.teams
+            role = organization.role_in_team(user_id, scope_id)
         case "workspace":
-            return scope_id in organization.workspaces
+            role = organization.role_in_workspace(user_id, scope_id)
         case "user":
-            return organization.role_of(scope_id) is not None
+            role = organization.role_of(user_id) if organization.belongs(scope_id) else None
+    return None if role is None else capped(role, actor.role_cap)

@@ -8,23 +8,27 @@ from uuid import UUID, uuid4
 
 from eventsourcing.persistence import IntegrityError
 
-from application.account_store import AccountStore
+from application.api_keys import ApiKeys
 from application.passwords import Passwords, check_password_policy
 from application.tokens import Claims, Principal, TokenCodec, TokenPair, new_jti
 from domain.account_errors import (
     EmailTaken,
     InvalidCredentials,
     InvalidToken,
+    TokenExpired,
     TokenReused,
     TokenRevoked,
 )
 from domain.accounts import Organization, TokenFamily, User, check_name, normalize_email
+from domain.api_keys import ApiKey, looks_like_key
 from domain.errors import Conflict, InvalidCommand
 
 DEFAULT_TEAM_NAME = "Default"
 DEFAULT_WORKSPACE_NAME = "Default"
 # A login changed by another request while we worked on it is read again this often.
 FAMILY_ATTEMPTS = 3
+PASSWORD_CHANGED = "password changed"
+NEVER = 2**62  # the expiry of a key that has none
 
 
 @dataclass(frozen=True)
@@ -36,8 +40,8 @@ class Registration:
     notification_id: int
 
 
-class Logins(AccountStore):
-    """Registration, and the token family of each login."""
+class Logins(ApiKeys):
+    """Registration, and the token family of each login (or an API key)."""
 
     _tokens: TokenCodec
     _passwords: Passwords
@@ -73,14 +77,31 @@ class Logins(AccountStore):
         verified = self._passwords.verify(user.password_hash if user else None, password)
         if user is None or not verified:
             raise InvalidCredentials()
+        return self.start_login(user)
+
+    def new_login(self, user_id: UUID) -> TokenPair:
+        """Tokens of a new login of a user whose credentials the caller has checked."""
+        user = self._get(User, user_id)
+        if user is None:
+            raise InvalidToken()
+        return self.start_login(user)
+
+    def start_login(self, user: User) -> TokenPair:
+        """Tokens of a new login of the user (its password checked by the caller)."""
         refresh_jti = new_jti()
-        family = TokenFamily.start(user.id, refresh_jti)
+        family = TokenFamily.start(user.id, refresh_jti, user.credentials_epoch)
         self._save(family)
         return self._tokens.pair(user.id, family.id, refresh_jti)
 
     def refresh(self, refresh_token: str) -> TokenPair:
-        """New tokens for a refresh token, which is then spent; a spent one revokes the login."""
+        """New tokens for a refresh token, which is then spent; a spent one revokes the
+        login, and so does a password changed since the login began."""
         claims = self._tokens.decode(refresh_token, typ="refresh")
+        user = self._get(User, claims.user_id, copy=False)
+        family = self._family(claims, copy=False)
+        if user is None or user.credentials_epoch != family.epoch:
+            self._change_family(claims, lambda f: f.revoke(PASSWORD_CHANGED))
+            raise TokenRevoked()
         next_jti = new_jti()
         family = self._change_family(claims, lambda f: f.rotate(claims.jti, next_jti))
         return self._tokens.pair(family.user_id, family.id, next_jti)
@@ -91,12 +112,34 @@ class Logins(AccountStore):
         claims = self._tokens.decode(token, check_expiry=False)
         self._change_family(claims, lambda f: f.revoke("logout"))
 
-    def authenticate(self, access_token: str) -> Principal:
-        """Who the access token speaks for, if its login is still live (one cached read)."""
-        claims = self._tokens.decode(access_token, typ="access")
+    def authenticate(self, credential: str) -> Principal:
+        """Who an access token (if its login is still live: one cached read) or an API
+        key speaks for."""
+        if looks_like_key(credential):
+            grant = self.authenticate_key(credential)
+            until = int(grant.expires_at.timestamp()) if grant.expires_at else NEVER
+            return Principal(
+                grant.user_id, grant.api_key_id, until, grant.api_key_id, grant.role,
+                grant.workspace_id,
+            )  # fmt: skip
+        claims = self._tokens.decode(credential, typ="access")
         if self._family(claims, copy=False).revoked:
             raise TokenRevoked()
         return Principal(claims.user_id, claims.family_id, claims.expires_at)
+
+    def check_live(self, principal: Principal) -> None:
+        """Raise the `AuthError` a request with this principal's credential would get
+        now: its login revoked, or its API key revoked or expired."""
+        if principal.api_key_id is None:
+            family = self._get(TokenFamily, principal.family_id, copy=False)
+            if family is None or family.revoked:
+                raise TokenRevoked()
+            return
+        api_key = self._get(ApiKey, principal.api_key_id, copy=False)
+        if api_key is None or api_key.revoked:
+            raise TokenRevoked()
+        if api_key.expired(self._now()):
+            raise TokenExpired()
 
     # -- token families -----------------------------------------------------------
 

@@ -1,10 +1,10 @@
 """Who may read and write which memory namespace.
 
 - `user:<id>`: that user alone.
-- `workspace:<id>`: the members of the workspace's organization; writing takes a role
-  that may change the workspace (owner, admin, member).
-- `team:<id>`: the team's shared knowledge base, readable by the members of its
-  organization and writable by its owners and admins.
+- `workspace:<id>`: whoever has a role in the workspace (through its organization or
+  its team); writing takes a role that may change the workspace (owner, admin, member).
+- `team:<id>`: the team's shared knowledge base, readable by whoever has a role in the
+  team and writable by its owners and admins.
 
 A namespace the caller may not see answers as not found, like a workspace it cannot
 see; one it may see but not change answers 403. The agent of a session acts for the
@@ -18,9 +18,9 @@ from uuid import UUID
 
 from application.tenants import Tenants
 from domain.account_errors import Forbidden
-from domain.accounts import MANAGING_ROLES, WRITING_ROLES, Role
 from domain.errors import NotFound
 from domain.memory_values import Namespace
+from domain.roles import Actor, actor_of, allows
 
 
 class NamespaceNotFound(NotFound):
@@ -47,38 +47,35 @@ class MemoryAccess:
     def __init__(self, tenants: Tenants) -> None:
         self.tenants = tenants
 
-    def grants(self, user_id: UUID) -> list[Grant]:
+    def grants(self, who: UUID | Actor) -> list[Grant]:
         """Every namespace the user may read: their own, their workspaces', their teams'."""
-        roles = self.tenants.organization_roles(user_id)
-        profile = self.tenants.profile(user_id)
-        found = [Grant(Namespace("user", user_id), None, True)]
+        actor = actor_of(who)
+        found = [Grant(Namespace("user", actor.user_id), None, True)]
         found += [
             Grant(
-                Namespace("workspace", w.workspace_id), w.organization_id, w.role in WRITING_ROLES
+                Namespace("workspace", w.workspace_id), w.organization_id, allows(w.role, "write")
             )
-            for w in profile.workspaces
+            for w in self.tenants.workspaces_of(actor)
         ]
         found += [
             Grant(
-                Namespace("team", t.team_id), t.organization_id, _manages(roles, t.organization_id)
+                Namespace("team", t.team_id),
+                t.organization_id,
+                t.role is not None and allows(t.role, "manage_workspaces"),
             )
-            for t in profile.teams
+            for t in self.tenants.teams_of(actor)
         ]
         return found
 
-    def readable(self, user_id: UUID) -> list[Namespace]:
-        return [g.namespace for g in self.grants(user_id)]
+    def readable(self, who: UUID | Actor) -> list[Namespace]:
+        return [g.namespace for g in self.grants(who)]
 
-    def check(self, user_id: UUID, namespace: Namespace, *, write: bool) -> Grant:
+    def check(self, who: UUID | Actor, namespace: Namespace, *, write: bool) -> Grant:
         """The grant for `namespace`: `NamespaceNotFound` if the user may not see it,
         `Forbidden` if they may see it but `write` and may not change it."""
-        for grant in self.grants(user_id):
+        for grant in self.grants(who):
             if grant.namespace == namespace:
                 if write and not grant.writable:
                     raise Forbidden(f"your role may read {namespace} but not change it")
                 return grant
         raise NamespaceNotFound(namespace)
-
-
-def _manages(roles: dict[UUID, Role], organization_id: UUID) -> bool:
-    return roles.get(organization_id) in MANAGING_ROLES

@@ -15,6 +15,7 @@ from uuid import UUID, uuid4
 import jwt
 
 from domain.account_errors import InvalidToken, TokenExpired
+from domain.roles import Role
 
 TokenType = Literal["access", "refresh"]
 ALGORITHM = "HS256"
@@ -37,11 +38,15 @@ class TokenPair:
 
 @dataclass(frozen=True)
 class Principal:
-    """Who an access token speaks for, and until when (seconds since the epoch)."""
+    """Who a request speaks for: a login's access token (its family), or an API key
+    (which caps the role and may restrict the workspace); an `Actor`."""
 
     user_id: UUID
-    family_id: UUID
-    expires_at: int
+    family_id: UUID  # the login; for a key, the key's id
+    expires_at: int  # seconds since the epoch
+    api_key_id: UUID | None = None
+    role_cap: Role | None = None
+    workspace_id: UUID | None = None
 
 
 @dataclass(frozen=True)

@@ -67,8 +67,8 @@ class EmailTaken(Conflict):
 class AlreadyMember(Conflict):
     code = "ALREADY_MEMBER"
 
-    def __init__(self, user_id: UUID, organization_id: UUID) -> None:
-        super().__init__(f"user {user_id} is already a member of organization {organization_id}")
+    def __init__(self, user_id: UUID, group_id: UUID) -> None:
+        super().__init__(f"user {user_id} is already a member of {group_id}")
 
 
 class WorkspaceNotFound(NotFound):
@@ -110,3 +110,29 @@ class BudgetNotFound(NotFound):
 
     def __init__(self, scope: str, scope_id: UUID | str) -> None:
         super().__init__(f"no {scope} budget for {scope_id}")
+
+
+class InvitationInvalid(DomainError):
+    """An invitation that is spent, expired, or for another email (410 Gone)."""
+
+    code = "INVITATION_INVALID"
+    http_status = 410
+
+
+class InvitationNotFound(NotFound):
+    def __init__(self) -> None:
+        super().__init__("no such invitation")
+
+
+class ApiKeyNotFound(NotFound):
+    def __init__(self, api_key_id: UUID | str) -> None:
+        super().__init__(f"API key {api_key_id} not found")
+
+
+class WrongPassword(Forbidden):
+    """The current password given to change it is not the user's (403)."""
+
+    code = "WRONG_PASSWORD"
+
+    def __init__(self) -> None:
+        super().__init__("the current password is not right")

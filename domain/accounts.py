@@ -8,61 +8,26 @@ organizations instead of scanning all of them.
 
 from __future__ import annotations
 
-from typing import Literal
 from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
 from domain.account_errors import AlreadyMember, TokenReused, TokenRevoked
+from domain.account_values import UNSET, Unset, check_avatar_url, check_preferences
+from domain.account_values import check_name as check_name
+from domain.account_values import normalize_email as normalize_email
+from domain.api_keys import API_KEY_EVENT_CLASSES, ApiKeyEvent
 from domain.budgets import BUDGET_EVENT_CLASSES, BudgetEvent
 from domain.errors import InvalidCommand
+from domain.invitations import INVITATION_EVENT_CLASSES, InvitationEvent
 from domain.memories import MEMORY_EVENT_CLASSES, MemoryEvent
+from domain.roles import Role, check_role, higher
 from domain.workspace_files import WORKSPACE_FOLDER_EVENT_CLASSES, WorkspaceFolderEvent
 
-Role = Literal["owner", "admin", "member", "viewer"]
-ROLES: tuple[Role, ...] = ("owner", "admin", "member", "viewer")
-# Who may create workspaces and add members, and who may change what is in a workspace.
-MANAGING_ROLES: frozenset[str] = frozenset({"owner", "admin"})
-WRITING_ROLES: frozenset[str] = frozenset({"owner", "admin", "member"})
-
-MAX_EMAIL_CHARS = 254  # RFC 5321's limit on a forward path
-MAX_NAME_CHARS = 200
 REUSE_REASON = "refresh token reused"
 
 # Fixed forever: user ids are derived from it, so changing it would orphan every user.
 USER_NAMESPACE = UUID("5b0c8a6e-4f4e-4d0e-9a57-7d1f3c2b8e41")
-
-
-def normalize_email(email: str) -> str:
-    """The email as it identifies a user: trimmed, lower case, simply well formed."""
-    email = email.strip().lower()
-    local, at, domain = email.partition("@")
-    well_formed = (
-        bool(at)
-        and 0 < len(email) <= MAX_EMAIL_CHARS
-        and bool(local)
-        and "@" not in domain
-        and "." in domain[1:-1]
-        and not domain.startswith(".")
-        and not domain.endswith(".")
-        and not any(c.isspace() for c in email)
-    )
-    if not well_formed:
-        raise InvalidCommand("email must look like name@example.com (at most 254 characters)")
-    return email
-
-
-def check_name(name: str, what: str = "name") -> str:
-    name = name.strip()
-    if not name or len(name) > MAX_NAME_CHARS:
-        raise InvalidCommand(f"{what} must be 1 to {MAX_NAME_CHARS} characters")
-    return name
-
-
-def check_role(role: str) -> Role:
-    if role not in ROLES:
-        raise InvalidCommand(f"role must be one of {', '.join(ROLES)}")
-    return role
 
 
 class User(Aggregate):
@@ -77,6 +42,17 @@ class User(Aggregate):
         organization_id: UUID
         # The role granted on joining; the organization holds the current one.
         role: str
+
+    class ProfileChanged(Aggregate.Event):
+        name: str
+        avatar_url: str | None
+        preferences: dict[str, object]
+
+    class PasswordChanged(Aggregate.Event):
+        password_hash: str
+
+    class ApiKeyCreated(Aggregate.Event):
+        api_key_id: UUID
 
     @staticmethod
     def id_for(email: str) -> UUID:
@@ -95,6 +71,11 @@ class User(Aggregate):
         self.password_hash = password_hash
         # In joining order; the first is the personal organization made at registration.
         self.organization_ids: list[UUID] = []
+        self.avatar_url: str | None = None
+        self.preferences: dict[str, object] = {}
+        # Bumped by each password change: a login started before it cannot refresh.
+        self.credentials_epoch = 0
+        self.api_key_ids: list[UUID] = []
 
     @classmethod
     def register(cls, email: str, name: str, password_hash: str) -> User:
@@ -115,6 +96,44 @@ class User(Aggregate):
     @event(OrganizationJoined)
     def _organization_joined(self, organization_id: UUID, role: str) -> None:
         self.organization_ids.append(organization_id)
+
+    def change_profile(
+        self,
+        name: str | None = None,
+        avatar_url: str | Unset | None = UNSET,
+        preferences: dict[str, object] | None = None,
+    ) -> None:
+        """Change what is given (`avatar_url=None` clears it); nothing if nothing changes."""
+        new = (
+            self.name if name is None else check_name(name),
+            self.avatar_url if isinstance(avatar_url, Unset) else check_avatar_url(avatar_url),
+            self.preferences if preferences is None else check_preferences(preferences),
+        )
+        if new != (self.name, self.avatar_url, self.preferences):
+            self._profile_changed(*new)
+
+    @event(ProfileChanged)
+    def _profile_changed(
+        self, name: str, avatar_url: str | None, preferences: dict[str, object]
+    ) -> None:
+        self.name, self.avatar_url, self.preferences = name, avatar_url, preferences
+
+    def change_password(self, password_hash: str) -> None:
+        if not password_hash.startswith("$"):
+            raise InvalidCommand("expected a password hash in PHC format, not a password")
+        self._password_changed(password_hash)
+
+    @event(PasswordChanged)
+    def _password_changed(self, password_hash: str) -> None:
+        self.password_hash = password_hash
+        self.credentials_epoch += 1
+
+    def add_api_key(self, api_key_id: UUID) -> None:
+        self._api_key_created(api_key_id)
+
+    @event(ApiKeyCreated)
+    def _api_key_created(self, api_key_id: UUID) -> None:
+        self.api_key_ids.append(api_key_id)
 
 
 class Organization(Aggregate):
@@ -141,13 +160,39 @@ class Organization(Aggregate):
         team_id: UUID
         name: str
 
+    class TeamMemberAdded(Aggregate.Event):
+        team_id: UUID
+        user_id: UUID
+        role: Role
+
+    class TeamMemberRoleChanged(Aggregate.Event):
+        team_id: UUID
+        user_id: UUID
+        role: Role
+
+    class TeamMemberRemoved(Aggregate.Event):
+        team_id: UUID
+        user_id: UUID
+
+    class WorkspaceRenamed(Aggregate.Event):
+        workspace_id: UUID
+        name: str
+
+    class WorkspaceSettingsChanged(Aggregate.Event):
+        workspace_id: UUID
+        settings: dict[str, object]  # a session's settings, as `SessionSettings.to_json`
+
     @event(OrganizationCreated)
     def __init__(self, name: str, owner_id: UUID) -> None:
         self.name = name
         self.owner_id = owner_id
+        # Roles over the whole organization (every team in it).
         self.members: dict[UUID, Role] = {owner_id: "owner"}
         self.teams: dict[UUID, str] = {}
+        # Roles in one team (its workspaces), by team, in joining order.
+        self.team_members: dict[UUID, dict[UUID, Role]] = {}
         self.workspaces: dict[UUID, tuple[UUID, str]] = {}
+        self.workspace_settings: dict[UUID, dict[str, object]] = {}
 
     @classmethod
     def create(cls, name: str, owner_id: UUID) -> Organization:
@@ -159,7 +204,29 @@ class Organization(Aggregate):
         return next(iter(self.teams), None)
 
     def role_of(self, user_id: UUID) -> Role | None:
+        """The user's role over the whole organization (None: not across it)."""
         return self.members.get(user_id)
+
+    def role_in_team(self, user_id: UUID, team_id: UUID) -> Role | None:
+        """The higher of the user's organization role and its role in the team."""
+        if team_id not in self.teams:
+            return None
+        return higher(self.members.get(user_id), self.team_members.get(team_id, {}).get(user_id))
+
+    def role_in_workspace(self, user_id: UUID, workspace_id: UUID) -> Role | None:
+        found = self.workspaces.get(workspace_id)
+        return None if found is None else self.role_in_team(user_id, found[0])
+
+    def belongs(self, user_id: UUID) -> bool:
+        """A member of the organization or of any of its teams."""
+        return user_id in self.members or any(user_id in m for m in self.team_members.values())
+
+    def team_roles(self, team_id: UUID) -> dict[UUID, Role]:
+        """Everyone with a role in the team (the organization's members included)."""
+        roles = {u: r for u, r in self.members.items()}
+        for user_id, role in self.team_members.get(team_id, {}).items():
+            roles[user_id] = higher(roles.get(user_id), role) or role
+        return roles
 
     # -- members --------------------------------------------------------------
 
@@ -209,6 +276,89 @@ class Organization(Aggregate):
     def _workspace_created(self, workspace_id: UUID, team_id: UUID, name: str) -> None:
         self.workspaces[workspace_id] = (team_id, name)
 
+    def rename_workspace(self, workspace_id: UUID, name: str) -> None:
+        _, current = self._workspace(workspace_id)
+        checked = check_name(name, "workspace name")
+        if checked != current:
+            self._workspace_renamed(workspace_id, checked)
+
+    @event(WorkspaceRenamed)
+    def _workspace_renamed(self, workspace_id: UUID, name: str) -> None:
+        self.workspaces[workspace_id] = (self.workspaces[workspace_id][0], name)
+
+    def change_workspace_settings(self, workspace_id: UUID, settings: dict[str, object]) -> None:
+        """New defaults for the workspace's sessions (checked by the caller's value type)."""
+        self._workspace(workspace_id)
+        if settings != self.workspace_settings.get(workspace_id, {}):
+            self._workspace_settings_changed(workspace_id, settings)
+
+    @event(WorkspaceSettingsChanged)
+    def _workspace_settings_changed(self, workspace_id: UUID, settings: dict[str, object]) -> None:
+        self.workspace_settings[workspace_id] = settings
+
+    def _workspace(self, workspace_id: UUID) -> tuple[UUID, str]:
+        found = self.workspaces.get(workspace_id)
+        if found is None:
+            raise InvalidCommand(f"workspace {workspace_id} is not in organization {self.id}")
+        return found
+
+    # -- team members -----------------------------------------------------------
+
+    def add_team_member(self, team_id: UUID, user_id: UUID, role: str) -> None:
+        self._team(team_id)
+        if user_id in self.team_members.get(team_id, {}):
+            raise AlreadyMember(user_id, team_id)
+        self._team_member_added(team_id, user_id, check_role(role))
+
+    @event(TeamMemberAdded)
+    def _team_member_added(self, team_id: UUID, user_id: UUID, role: Role) -> None:
+        self.team_members.setdefault(team_id, {})[user_id] = role
+
+    def change_team_member_role(self, team_id: UUID, user_id: UUID, role: str) -> None:
+        checked = check_role(role)
+        current = self._team_member(team_id, user_id)
+        if current == "owner" and checked != "owner":
+            self._keep_an_owner(team_id, user_id)
+        if current != checked:
+            self._team_member_role_changed(team_id, user_id, checked)
+
+    @event(TeamMemberRoleChanged)
+    def _team_member_role_changed(self, team_id: UUID, user_id: UUID, role: Role) -> None:
+        self.team_members[team_id][user_id] = role
+
+    def remove_team_member(self, team_id: UUID, user_id: UUID) -> None:
+        if self._team_member(team_id, user_id) == "owner":
+            self._keep_an_owner(team_id, user_id)
+        self._team_member_removed(team_id, user_id)
+
+    @event(TeamMemberRemoved)
+    def _team_member_removed(self, team_id: UUID, user_id: UUID) -> None:
+        del self.team_members[team_id][user_id]
+
+    def _team(self, team_id: UUID) -> str:
+        name = self.teams.get(team_id)
+        if name is None:
+            raise InvalidCommand(f"team {team_id} is not in organization {self.id}")
+        return name
+
+    def _team_member(self, team_id: UUID, user_id: UUID) -> Role:
+        self._team(team_id)
+        role = self.team_members.get(team_id, {}).get(user_id)
+        if role is None:
+            if user_id in self.members:
+                raise InvalidCommand(
+                    f"user {user_id} has their role from the organization "
+                    f"({self.members[user_id]}), not from this team"
+                )
+            raise InvalidCommand(f"user {user_id} is not a member of team {team_id}")
+        return role
+
+    def _keep_an_owner(self, team_id: UUID, leaving: UUID) -> None:
+        """Refuse a change that would leave the team without an owner."""
+        others = [u for u, r in self.team_roles(team_id).items() if r == "owner" and u != leaving]
+        if not others:
+            raise InvalidCommand("a team keeps at least one owner: make another member owner first")
+
 
 class TokenFamily(Aggregate):
     """The refresh tokens (and access tokens) of one login, revoked together."""
@@ -216,6 +366,14 @@ class TokenFamily(Aggregate):
     class TokenFamilyStarted(Aggregate.Created):
         user_id: UUID
         refresh_jti: str
+        # The user's credentials epoch at login: a password change since ends the login.
+        epoch: int
+
+        class_version = 2
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, object]) -> None:
+            state.setdefault("epoch", 0)
 
     class RefreshTokenRotated(Aggregate.Event):
         previous_jti: str
@@ -225,18 +383,19 @@ class TokenFamily(Aggregate):
         reason: str
 
     @event(TokenFamilyStarted)
-    def __init__(self, user_id: UUID, refresh_jti: str) -> None:
+    def __init__(self, user_id: UUID, refresh_jti: str, epoch: int) -> None:
         self.user_id = user_id
+        self.epoch = epoch
         # Only the newest refresh token may be spent; any other is a replay.
         self.refresh_jti = refresh_jti
         self.revoked = False
         self.revoked_reason: str | None = None
 
     @classmethod
-    def start(cls, user_id: UUID, refresh_jti: str) -> TokenFamily:
+    def start(cls, user_id: UUID, refresh_jti: str, epoch: int = 0) -> TokenFamily:
         if not refresh_jti:
             raise InvalidCommand("a token family starts with a refresh token id")
-        return cls(user_id, refresh_jti)
+        return cls(user_id, refresh_jti, epoch)
 
     def rotate(self, presented_jti: str, next_jti: str) -> None:
         """Spend the current refresh token for the next one.
@@ -272,13 +431,24 @@ class TokenFamily(Aggregate):
 
 # Every event of each aggregate: a `match` over one ending in `assert_never` is
 # checked for completeness by mypy.
-UserEvent = User.UserRegistered | User.OrganizationJoined
+UserEvent = (
+    User.UserRegistered
+    | User.OrganizationJoined
+    | User.ProfileChanged
+    | User.PasswordChanged
+    | User.ApiKeyCreated
+)
 OrganizationEvent = (
     Organization.OrganizationCreated
     | Organization.MemberAdded
     | Organization.MemberRoleChanged
     | Organization.TeamCreated
     | Organization.WorkspaceCreated
+    | Organization.TeamMemberAdded
+    | Organization.TeamMemberRoleChanged
+    | Organization.TeamMemberRemoved
+    | Organization.WorkspaceRenamed
+    | Organization.WorkspaceSettingsChanged
 )
 TokenFamilyEvent = (
     TokenFamily.TokenFamilyStarted
@@ -289,6 +459,8 @@ AccountEvent = (
     UserEvent
     | OrganizationEvent
     | TokenFamilyEvent
+    | ApiKeyEvent
+    | InvitationEvent
     | BudgetEvent
     | WorkspaceFolderEvent
     | MemoryEvent
@@ -297,6 +469,8 @@ ACCOUNT_EVENT_CLASSES: tuple[type[AccountEvent], ...] = (
     *UserEvent.__args__,
     *OrganizationEvent.__args__,
     *TokenFamilyEvent.__args__,
+    *API_KEY_EVENT_CLASSES,
+    *INVITATION_EVENT_CLASSES,
     *BUDGET_EVENT_CLASSES,
     *WORKSPACE_FOLDER_EVENT_CLASSES,
     *MEMORY_EVENT_CLASSES,

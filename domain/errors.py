@@ -43,6 +43,13 @@ class InvalidCommand(DomainError):
     code = "INVALID_COMMAND"
 
 
+class InvalidValue(InvalidCommand):
+    """A value no state could make right (an expiry in the past, an oversized object): 400."""
+
+    code = "VALIDATION_ERROR"
+    http_status = 400
+
+
 class SessionClosed(InvalidCommand):
     code = "SESSION_ARCHIVED"
 

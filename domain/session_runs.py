@@ -40,6 +40,15 @@ class RunLog(ToolLog):
 
     class RunRequested(Aggregate.Event):
         run_id: UUID
+        # The API key the message came with (None: a login, or a run requested before
+        # runs said so): its model calls are billed to the key too.
+        api_key_id: UUID | None
+
+        class_version = 2
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state.setdefault("api_key_id", None)
 
         def apply(self, aggregate: Any) -> None:
             aggregate.active_run = self.run_id
@@ -96,11 +105,11 @@ class RunLog(ToolLog):
         def apply(self, aggregate: Any) -> None:
             _run_ended(aggregate, "stopped")
 
-    def request_run(self, run_id: UUID) -> None:
+    def request_run(self, run_id: UUID, api_key_id: UUID | None = None) -> None:
         self._check_open()
         if self.active_run is not None:
             raise RunAlreadyActive(f"run {self.active_run} is still active")
-        self.trigger_event(self.RunRequested, run_id=run_id)
+        self.trigger_event(self.RunRequested, run_id=run_id, api_key_id=api_key_id)
 
     def start_run(self, run_id: UUID, worker: str) -> None:
         self._check_run(run_id)
