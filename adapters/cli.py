@@ -7,6 +7,8 @@ import argparse
 from pathlib import Path
 from uuid import UUID
 
+from adapters.cli_teams import add_team_arguments
+
 DESCRIPTION = "TokenDance: an event-sourced backend for autonomous AI agents."
 
 
@@ -78,6 +80,8 @@ def _parser() -> argparse.ArgumentParser:
         "graphs", help="give each large namespace its own vector graph now (and drop unused)"
     )
     graphs.set_defaults(command="graphs")
+
+    add_team_arguments(commands)
     return parser
 
 

@@ -195,6 +195,20 @@ def _usage(settings: Settings, args: argparse.Namespace) -> None:
         print(report(system.container.usage, args))
 
 
+def _teams(settings: Settings, args: argparse.Namespace) -> None:
+    from adapters.team_commands import run_teams
+    from domain.errors import DomainError
+    from projections.accounts import AccountsView
+
+    with _system(settings, relay=False, projections=False) as system:
+        view = system.container.views[AccountsView.name]
+        assert isinstance(view, AccountsView)
+        try:
+            print(run_teams(system.container.accounts, view, args))
+        except DomainError as e:
+            sys.exit(f"tokendance teams {args.action}: {e}")
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -257,5 +271,5 @@ def _graphs(settings: Settings, args: argparse.Namespace) -> None:
 COMMANDS: dict[str, Command] = {
     "serve": _serve, "api": _api, "worker": _worker, "relay": _relay,
     "projections": _projections, "rebuild": _rebuild, "demo": _demo, "replay": _replay,
-    "usage": _usage, "reembed": _reembed, "graphs": _graphs,
+    "usage": _usage, "reembed": _reembed, "graphs": _graphs, "teams": _teams,
 }  # fmt: skip

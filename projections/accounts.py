@@ -8,27 +8,25 @@ row is upserted from both sides and counts once both halves are in.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import assert_never
 from uuid import UUID
 
 from psycopg import Cursor
 from psycopg.rows import DictRow
+from psycopg.types.json import Jsonb
 
 from application.accounts import AccountService, WorkspaceInfo
-from domain.accounts import (
-    ACCOUNT_EVENT_CLASSES,
-    AccountEvent,
-    Organization,
-    Role,
-    TokenFamily,
-    User,
-    check_role,
-)
+from domain.accounts import ACCOUNT_EVENT_CLASSES, AccountEvent, Organization, TokenFamily, User
+from domain.api_keys import ApiKey
 from domain.budgets import Budget
+from domain.invitations import Invitation
 from domain.memories import MemoryNamespace
+from domain.roles import Actor
 from domain.workspace_files import WorkspaceFolder
+from projections.account_queries import AccountQueries, MemberRow
 from projections.view import Event, View
+
+__all__ = ["AccountsView", "MemberRow", "WorkspaceDirectory"]
 
 TABLES = (
     "accounts_organizations",
@@ -36,21 +34,13 @@ TABLES = (
     "accounts_workspaces",
     "accounts_users",
     "accounts_members",
+    "accounts_team_members",
+    "accounts_invitations",
+    "accounts_api_keys",
 )
 
 
-@dataclass(frozen=True)
-class MemberRow:
-    """A member of an organization, as the view holds it."""
-
-    organization_id: UUID
-    user_id: UUID
-    role: Role
-    email: str
-    name: str
-
-
-class AccountsView(View):
+class AccountsView(AccountQueries, View):
     """Organizations with their teams, workspaces and members (role, email, name)."""
 
     name = "accounts"
@@ -97,6 +87,43 @@ class AccountsView(View):
             PRIMARY KEY (organization_id, user_id)
         )""",
         """CREATE INDEX IF NOT EXISTS accounts_members_by_user ON accounts_members (user_id)""",
+        # Added with teams of their own: tables made before get the columns here.
+        "ALTER TABLE accounts_workspaces ADD COLUMN IF NOT EXISTS settings jsonb",
+        "ALTER TABLE accounts_users ADD COLUMN IF NOT EXISTS avatar_url text",
+        # A role in one team (an organization role reaches every team: accounts_members).
+        """CREATE TABLE IF NOT EXISTS accounts_team_members (
+            team_id uuid NOT NULL,
+            user_id uuid NOT NULL,
+            organization_id uuid NOT NULL,
+            role text NOT NULL,
+            joined_at timestamptz NOT NULL,
+            PRIMARY KEY (team_id, user_id)
+        )""",
+        """CREATE INDEX IF NOT EXISTS accounts_team_members_by_user
+            ON accounts_team_members (user_id)""",
+        """CREATE TABLE IF NOT EXISTS accounts_invitations (
+            invitation_id uuid PRIMARY KEY,
+            organization_id uuid NOT NULL,
+            team_id uuid NOT NULL,
+            email text NOT NULL,
+            role text NOT NULL,
+            invited_by uuid NOT NULL,
+            sent_at timestamptz NOT NULL,
+            expires_at timestamptz NOT NULL,
+            accepted_by uuid,
+            accepted_at timestamptz
+        )""",
+        """CREATE TABLE IF NOT EXISTS accounts_api_keys (
+            api_key_id uuid PRIMARY KEY,
+            user_id uuid NOT NULL,
+            name text NOT NULL,
+            prefix text NOT NULL,
+            role text NOT NULL,
+            workspace_id uuid,
+            created_at timestamptz NOT NULL,
+            expires_at timestamptz,
+            revoked_at timestamptz
+        )""",
     )
     clear_statements = tuple(f"DELETE FROM {table}" for table in TABLES)
 
@@ -124,6 +151,57 @@ class AccountsView(View):
                 | Organization.MemberRoleChanged(user_id=user_id, role=role)
             ):
                 _upsert_member(curs, event.originator_id, user_id, "role", role)
+            case (
+                Organization.TeamMemberAdded(team_id=team_id, user_id=user_id, role=role)
+                | Organization.TeamMemberRoleChanged(team_id=team_id, user_id=user_id, role=role)
+            ):
+                curs.execute(
+                    "INSERT INTO accounts_team_members VALUES (%s, %s, %s, %s, %s) "
+                    "ON CONFLICT (team_id, user_id) DO UPDATE SET role = EXCLUDED.role",
+                    (team_id, user_id, event.originator_id, role, event.timestamp),
+                )
+            case Organization.TeamMemberRemoved(team_id=team_id, user_id=user_id):
+                curs.execute(
+                    "DELETE FROM accounts_team_members WHERE team_id = %s AND user_id = %s",
+                    (team_id, user_id),
+                )
+            case Organization.WorkspaceRenamed(workspace_id=wid, name=name):
+                curs.execute(
+                    "UPDATE accounts_workspaces SET name = %s WHERE workspace_id = %s", (name, wid)
+                )
+            case Organization.WorkspaceSettingsChanged(workspace_id=wid, settings=settings):
+                curs.execute(
+                    "UPDATE accounts_workspaces SET settings = %s WHERE workspace_id = %s",
+                    (Jsonb(settings), wid),
+                )
+            case User.ProfileChanged(name=name, avatar_url=avatar_url):
+                _profile(curs, event.originator_id, name, avatar_url)
+            case User.PasswordChanged() | User.ApiKeyCreated():
+                pass  # no password here; keys have rows of their own
+            case Invitation.InvitationSent():
+                curs.execute(
+                    "INSERT INTO accounts_invitations VALUES "
+                    "(%s, %s, %s, %s, %s, %s, %s, %s, NULL, NULL)",
+                    (event.originator_id, event.organization_id, event.team_id, event.email,
+                     event.role, event.invited_by, event.timestamp, event.expires_at),
+                )  # fmt: skip
+            case Invitation.InvitationAccepted(user_id=user_id):
+                curs.execute(
+                    "UPDATE accounts_invitations SET accepted_by = %s, accepted_at = %s "
+                    "WHERE invitation_id = %s",
+                    (user_id, event.timestamp, event.originator_id),
+                )
+            case ApiKey.ApiKeyIssued():
+                curs.execute(
+                    "INSERT INTO accounts_api_keys VALUES (%s, %s, %s, %s, %s, %s, %s, %s, NULL)",
+                    (event.originator_id, event.user_id, event.name, event.prefix, event.role,
+                     event.workspace_id, event.timestamp, event.expires_at),
+                )  # fmt: skip
+            case ApiKey.ApiKeyRevoked():
+                curs.execute(
+                    "UPDATE accounts_api_keys SET revoked_at = %s WHERE api_key_id = %s",
+                    (event.timestamp, event.originator_id),
+                )
             case Organization.TeamCreated(team_id=team_id, name=name):
                 curs.execute(
                     "INSERT INTO accounts_teams VALUES (%s, %s, %s, %s)",
@@ -166,53 +244,6 @@ class AccountsView(View):
             case _:
                 assert_never(event)
 
-    # -- queries --------------------------------------------------------------
-
-    def workspaces_of(self, user_id: UUID) -> list[WorkspaceInfo]:
-        """The user's workspaces with its role: organizations in joining order, then
-        workspaces in creation order (as the aggregates list them)."""
-        with self.datastore.get_connection() as conn:
-            rows = conn.execute(
-                "SELECT w.workspace_id, w.name, w.organization_id, w.team_id, m.role "
-                "FROM accounts_members m JOIN accounts_workspaces w "
-                "ON w.organization_id = m.organization_id "
-                "WHERE m.user_id = %s AND m.role IS NOT NULL AND m.joined IS NOT NULL "
-                "ORDER BY m.joined, w.version",
-                (user_id,),
-            ).fetchall()
-        return [
-            WorkspaceInfo(
-                r["workspace_id"], r["name"], r["organization_id"], r["team_id"],
-                check_role(r["role"]),
-            )
-            for r in rows
-        ]  # fmt: skip
-
-    def members(self, organization_id: UUID) -> list[MemberRow]:
-        """The organization's members (both halves recorded), in joining order."""
-        with self.datastore.get_connection() as conn:
-            rows = conn.execute(
-                "SELECT organization_id, user_id, role, email, name FROM accounts_members "
-                "WHERE organization_id = %s AND role IS NOT NULL AND joined IS NOT NULL "
-                "ORDER BY joined, user_id",
-                (organization_id,),
-            ).fetchall()
-        return [
-            MemberRow(r["organization_id"], r["user_id"], check_role(r["role"]),
-                      r["email"] or "", r["name"] or "")
-            for r in rows
-        ]  # fmt: skip
-
-    def teams(self, organization_id: UUID) -> dict[UUID, str]:
-        """The organization's teams by id, in creation order."""
-        with self.datastore.get_connection() as conn:
-            rows = conn.execute(
-                "SELECT team_id, name FROM accounts_teams WHERE organization_id = %s "
-                "ORDER BY created_at, team_id",
-                (organization_id,),
-            ).fetchall()
-        return {r["team_id"]: r["name"] for r in rows}
-
     def all_rows(self) -> dict[str, list[dict[str, object]]]:
         """Every table's rows, ordered (for comparing a rebuilt view with the live one)."""
         with self.datastore.get_connection() as conn:
@@ -229,14 +260,22 @@ class WorkspaceDirectory:
         self.view = view
         self.accounts = accounts
 
-    def workspaces_of(self, user_id: UUID) -> list[WorkspaceInfo]:
+    def workspaces_of(self, who: UUID | Actor) -> list[WorkspaceInfo]:
         """From the view if it has applied every account write committed so far (the
         caller's own included: read-your-writes), else from the aggregates at once;
         a just-registered user is answered by the write side, not kept waiting."""
         head = self.accounts.recorder.max_notification_id() or 0
         if self.view.position() >= head:
-            return self.view.workspaces_of(user_id)
-        return self.accounts.workspaces_of(user_id)
+            return self.view.workspaces_of(who)
+        return self.accounts.workspaces_of(who)
+
+
+def _profile(curs: Cursor[DictRow], user_id: UUID, name: str, avatar_url: str | None) -> None:
+    curs.execute(
+        "UPDATE accounts_users SET name = %s, avatar_url = %s WHERE user_id = %s",
+        (name, avatar_url, user_id),
+    )
+    curs.execute("UPDATE accounts_members SET name = %s WHERE user_id = %s", (name, user_id))
 
 
 def _register(curs: Cursor[DictRow], user_id: UUID, email: str, name: str, event: Event) -> None:

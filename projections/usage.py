@@ -89,6 +89,9 @@ class UsageView(SessionView):
         "CREATE INDEX IF NOT EXISTS usage_daily_by_user ON usage_daily (user_id, day)",
         # What an organization's dashboard reads: a few rows per day, whatever its size.
         _rollup_table("usage_org_daily"),
+        # Added with API keys: tables made before get the column here.
+        "ALTER TABLE usage_sessions ADD COLUMN IF NOT EXISTS api_key_id uuid",
+        "ALTER TABLE usage_calls ADD COLUMN IF NOT EXISTS api_key_id uuid",
         """CREATE TABLE IF NOT EXISTS usage_monthly (
             scope text NOT NULL,
             scope_id uuid NOT NULL,
@@ -105,9 +108,10 @@ class UsageView(SessionView):
         match e:
             case S.SessionStarted():
                 _session(curs, e)
-            case S.RunRequested(run_id=run_id):
+            case S.RunRequested(run_id=run_id, api_key_id=api_key_id):
                 curs.execute(
-                    "UPDATE usage_sessions SET run_id = %s WHERE session_id = %s", (run_id, sid)
+                    "UPDATE usage_sessions SET run_id = %s, api_key_id = %s WHERE session_id = %s",
+                    (run_id, api_key_id, sid),
                 )
             case S.AssistantTurnRecorded(run_id=run_id):
                 _call(curs, e, "turn", run_id)
@@ -182,7 +186,8 @@ def _call(
         "INSERT INTO usage_calls SELECT %(sid)s, %(version)s, "
         "CASE WHEN %(kind)s = 'regeneration' THEN NULL ELSE coalesce(%(run)s, run_id) END, "
         "%(kind)s, organization_id, team_id, workspace_id, user_id, %(model)s, %(at)s, "
-        "%(day)s, %(i)s, %(o)s, %(cr)s, %(cw)s, %(cost)s, %(pv)s, %(priced)s "
+        "%(day)s, %(i)s, %(o)s, %(cr)s, %(cw)s, %(cost)s, %(pv)s, %(priced)s, "
+        "CASE WHEN %(kind)s = 'regeneration' THEN NULL ELSE api_key_id END "
         "FROM usage_sessions WHERE session_id = %(sid)s AND copied_through < %(version)s",
         {**key, "run": run_id, "kind": kind, "model": e.model, "at": at, "day": at.date(),
          "i": numbers[0], "o": numbers[1], "cr": numbers[2], "cw": numbers[3],

@@ -17,8 +17,10 @@ from domain.values import BudgetScope
 from projections.pg_arrays import array_of
 from projections.view import TRACKING_TABLE
 
-GroupKey = Literal["org", "team", "workspace", "user", "session", "model", "day"]
-GROUP_KEYS: tuple[GroupKey, ...] = ("org", "team", "workspace", "user", "session", "model", "day")
+GroupKey = Literal["org", "team", "workspace", "user", "session", "api_key", "model", "day"]
+GROUP_KEYS: tuple[GroupKey, ...] = (
+    "org", "team", "workspace", "user", "session", "api_key", "model", "day"
+)  # fmt: skip
 # group key -> (column, the name the API gives it)
 COLUMNS: dict[GroupKey, tuple[str, str]] = {
     "org": ("organization_id", "org_id"),
@@ -26,6 +28,7 @@ COLUMNS: dict[GroupKey, tuple[str, str]] = {
     "workspace": ("workspace_id", "workspace_id"),
     "user": ("user_id", "user_id"),
     "session": ("session_id", "session_id"),
+    "api_key": ("api_key_id", "api_key_id"),  # the key a run's message came with (or none)
     "model": ("model", "model"),
     "day": ("day", "day"),
 }
@@ -64,12 +67,13 @@ class UsageGroup:
 
 @dataclass(frozen=True)
 class Visibility:
-    """Whose usage a caller sees: whole organizations (as owner or admin), and their own
-    in the others."""
+    """Whose usage a caller sees: whole organizations and whole teams (where it is an
+    owner or admin), and its own in the others."""
 
     user_id: UUID
     whole: list[UUID] = field(default_factory=list)
     own_only: list[UUID] = field(default_factory=list)
+    teams: list[UUID] = field(default_factory=list)
     everyone: bool = False  # an operator's view: every organization
 
     @classmethod
@@ -118,7 +122,7 @@ class UsageQueries:
             conditions.append("organization_id = ANY(%(whole)s)")
         elif not who.everyone:
             conditions.append(
-                "(organization_id = ANY(%(whole)s) OR "
+                "(organization_id = ANY(%(whole)s) OR team_id = ANY(%(teams)s) OR "
                 "(organization_id = ANY(%(own)s) AND user_id = %(me)s))"
             )
         for name, value in (("workspace_id", where.workspace_id), ("user_id", where.user_id),
@@ -134,7 +138,8 @@ class UsageQueries:
         if keys:
             sql += f" GROUP BY {', '.join(keys)} ORDER BY {', '.join(keys)}"
         params = {
-            "whole": who.whole, "own": who.own_only, "me": who.user_id, "start": where.start,
+            "whole": who.whole, "own": who.own_only, "teams": who.teams, "me": who.user_id,
+            "start": where.start,
             "end": where.end, "workspace_id": where.workspace_id, "user_id": where.user_id,
             "model": where.model,
         }  # fmt: skip
@@ -216,9 +221,9 @@ def _table_for(who: Visibility, where: UsageFilter, group_by: Sequence[GroupKey]
     """The smallest table that answers: calls (by session), the rollup by organization,
     model and day (whole organizations, no workspace or user asked for), or the daily
     rollup by team, workspace, user and model."""
-    if "session" in group_by:
+    if "session" in group_by or "api_key" in group_by:
         return "usage_calls"
-    whole_only = who.everyone or not who.own_only
+    whole_only = who.everyone or not (who.own_only or who.teams)
     if set(group_by) <= ORG_KEYS and whole_only and not (where.workspace_id or where.user_id):
         return "usage_org_daily"
     return "usage_daily"

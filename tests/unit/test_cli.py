@@ -16,6 +16,7 @@ EVERY_COMMAND = [
     ["serve", "--port", "9"], ["api"], ["worker"], ["relay"], ["projections"],
     ["projections", "rebuild", "sessions"], ["demo", "--slides"], ["replay", SESSION],
     ["usage", "--group-by", "model,day"], ["memory", "reembed"], ["memory", "graphs"],
+    ["teams", "list", "--user", "ada@example.com"],
 ]  # fmt: skip
 
 
