@@ -48,6 +48,10 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "signs access and refresh tokens; at least 32 bytes; the same on every API process",
     ),
     "TOKENDANCE_ACCESS_TTL": ("3600", "seconds an access token is valid"),
+    "TOKENDANCE_INVITATION_TTL": (
+        "604800",
+        "seconds a team invitation can be accepted (7 days); it is used once",
+    ),
     "TOKENDANCE_RATE_LIMIT_PER_MINUTE": (
         "100",
         "API requests per minute per user (per client address before login), counted across "

@@ -43,6 +43,7 @@ class Settings:
     max_iterations: int = int(_default("TOKENDANCE_MAX_ITERATIONS"))
     jwt_secret: str | None = None
     access_ttl: int = int(_default("TOKENDANCE_ACCESS_TTL"))
+    invitation_ttl: int = int(_default("TOKENDANCE_INVITATION_TTL"))
     rate_limit_per_minute: int = int(_default("TOKENDANCE_RATE_LIMIT_PER_MINUTE"))
     max_streams_per_user: int = int(_default("TOKENDANCE_MAX_STREAMS_PER_USER"))
     uploads_per_minute: int = int(_default("TOKENDANCE_UPLOADS_PER_MINUTE"))
@@ -104,6 +105,7 @@ class Settings:
             max_iterations=_int(get("TOKENDANCE_MAX_ITERATIONS"), "TOKENDANCE_MAX_ITERATIONS"),
             jwt_secret=env.get("TOKENDANCE_JWT_SECRET") or None,
             access_ttl=_int(get("TOKENDANCE_ACCESS_TTL"), "TOKENDANCE_ACCESS_TTL"),
+            invitation_ttl=_limit(get("TOKENDANCE_INVITATION_TTL"), "TOKENDANCE_INVITATION_TTL"),
             rate_limit_per_minute=_limit(
                 get("TOKENDANCE_RATE_LIMIT_PER_MINUTE"), "TOKENDANCE_RATE_LIMIT_PER_MINUTE"
             ),

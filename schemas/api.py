@@ -73,6 +73,7 @@ class WorkspaceOut(msgspec.Struct):
     organization_id: UUID
     team_id: UUID
     role: str
+    settings: SessionSettings | None = None  # the defaults of its new sessions
 
 
 # -- sessions -------------------------------------------------------------------

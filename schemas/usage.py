@@ -9,6 +9,7 @@ from uuid import UUID
 import msgspec
 
 from schemas.api import WorkspaceOut
+from schemas.sse import JsonValue
 
 Scope = Literal["org", "team", "workspace", "user"]
 CallKind = Literal["turn", "compaction", "regeneration"]  # regeneration: a slide, by a user
@@ -35,6 +36,7 @@ class UsageItem(Figures, kw_only=True, omit_defaults=True):
     workspace_id: UUID | None = None
     user_id: UUID | None = None
     session_id: UUID | None = None
+    api_key_id: UUID | None = None  # with group_by=api_key: the key (none: a login's)
     model: str | None = None
     day: str | None = None  # YYYY-MM-DD (UTC)
 
@@ -114,12 +116,15 @@ class TeamOut(msgspec.Struct):
     id: UUID
     name: str
     organization_id: UUID
+    role: str | None = None  # the caller's role in the team
 
 
 class MeOut(msgspec.Struct, kw_only=True):
     id: UUID
     email: str
     name: str
+    avatar_url: str | None = None
+    preferences: dict[str, JsonValue] = msgspec.field(default_factory=dict)
     organizations: list[OrganizationOut]
     teams: list[TeamOut]
     workspaces: list[WorkspaceOut]

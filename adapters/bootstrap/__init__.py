@@ -262,6 +262,7 @@ def _open_store(
         jwt_secret=settings.signing_secret(),
         access_ttl=settings.access_ttl,
         clock=clock,
+        invitation_ttl=settings.invitation_ttl,
     )
     bridge = SyncBridge(settings.thread_pool_size)
     files = WorkspaceFiles(accounts, blobs, bridge, max_bytes=settings.max_upload_bytes)

@@ -8,6 +8,7 @@ from what the composition root built.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -20,6 +21,7 @@ from litestar.types import ControllerRouterHandler
 from adapters.bootstrap.roles import recover_runs
 from adapters.container import Container
 from adapters.http import log_redaction
+from adapters.http.api_keys import ApiKeyController
 from adapters.http.artifact_lookup import ArtifactLookup
 from adapters.http.artifacts import ArtifactController
 from adapters.http.auth import PUBLIC, BearerTokenAuthentication
@@ -38,16 +40,19 @@ from adapters.http.memories import MemoryApi, MemoryController
 from adapters.http.metrics import Metrics, MetricsMiddleware, metrics_endpoint
 from adapters.http.openapi import complete, docs_assets, openapi_config
 from adapters.http.ops import OpsController, Probes
+from adapters.http.profile import ProfileController
 from adapters.http.read_your_writes import ViewWaiter
 from adapters.http.session_stream import HitlController, StreamController
 from adapters.http.sessions import SessionController
 from adapters.http.skills import SkillController
+from adapters.http.teams import InvitationController, TeamController
 from adapters.http.tools import ToolController
 from adapters.http.uploads import SessionUploads, UploadController
 from adapters.http.usage import Billing, UsageController
 from adapters.http.workspace_files import FileListing, workspace_files_router
 from adapters.nats.session_feed import SessionFeed
 from adapters.nats.signing_peers import keep_answering
+from adapters.postgres.api_key_uses import FLUSH_EVERY, ApiKeyUses
 from adapters.postgres.limit_counters import PostgresCounters
 from adapters.postgres.login_failures import PostgresLoginFailures
 from adapters.postgres.schema_lock import schema_lock
@@ -65,9 +70,11 @@ from projections.sessions import SessionsView
 from projections.working_memory import WorkingMemoryView
 from projections.workspace_files import WorkspaceFilesView
 
+log = logging.getLogger(__name__)
 MAX_BODY = 2 * 1024 * 1024  # a 1 MiB message plus its JSON envelope fits; more is refused
 HANDLERS: list[ControllerRouterHandler] = [
-    OpsController, AuthController, WorkspaceController, SessionController, StreamController,
+    OpsController, AuthController, ProfileController, WorkspaceController, TeamController,
+    InvitationController, ApiKeyController, SessionController, StreamController,
     ChatController, HitlController, ToolController, UploadController, UsageController,
     BudgetsController, ArtifactController, DeckController, SkillController, metrics_endpoint,
 ]  # fmt: skip
@@ -114,12 +121,14 @@ def create_app(
     factory = container.sessions.factory
     assert isinstance(factory, PostgresFactory)
     idempotency = IdempotencyStore(factory.datastore)
+    key_uses = ApiKeyUses(factory.datastore)
     feed = _session_feed(container, services)
-    api = _api(container, feed, engine, views, access, probes)
+    api = _api(container, feed, engine, views, access, probes, key_uses)
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
-        await container.bridge(_create_tables, container.database_url, idempotency)
+        await container.bridge(_create_tables, container.database_url, idempotency, key_uses)
+        counting = asyncio.create_task(_flush_key_uses(key_uses, container), name="key uses")
         waiter.start()
         await services.start(wait_for_nats=False)
         # An API replica beside workers drives no run: the workers' sweep recovers them.
@@ -137,6 +146,8 @@ def create_app(
         finally:
             feed.close()  # open streams end; their clients resume from their last id
             signing.cancel()
+            counting.cancel()
+            await container.bridge(key_uses.flush)
             if recovery is not None:
                 recovery.cancel()
             await engine.scheduler.close()  # runs stay active in the log; the next start resumes
@@ -170,6 +181,7 @@ def create_app(
     complete(app.openapi_schema)
     app.state.access = access
     app.state.login_limits = login_limits  # the login route counts failures with them
+    app.state.key_uses = key_uses  # the authentication middleware counts each key's uses
     app.state.metrics = metrics
     app.state.waiter = waiter
     app.state.approval_wait = container.settings.approval_wait  # chat streams across approvals
@@ -178,9 +190,20 @@ def create_app(
     return app
 
 
-def _create_tables(database_url: str, idempotency: IdempotencyStore) -> None:
+def _create_tables(database_url: str, idempotency: IdempotencyStore, key_uses: ApiKeyUses) -> None:
     with schema_lock(database_url):  # other replicas may be starting at the same moment
         idempotency.create_table()
+        key_uses.create_table()
+
+
+async def _flush_key_uses(key_uses: ApiKeyUses, container: Container) -> None:
+    """Write the API keys' use counts every few seconds (Postgres away: next time)."""
+    while True:
+        await asyncio.sleep(FLUSH_EVERY)
+        try:
+            await container.bridge(key_uses.flush)
+        except Exception as e:  # kept in memory for the next flush
+            log.warning("could not write API key uses: %s", e)
 
 
 def end_streams(app: Litestar) -> None:
@@ -257,7 +280,7 @@ def _log_recorder(container: Container, view: str) -> PostgresApplicationRecorde
 
 def _api(
     container: Container, feed: SessionFeed, engine: Engine, views: ReadModels, access: Access,
-    probes: Probes,
+    probes: Probes, key_uses: ApiKeyUses,
 ) -> Api:  # fmt: skip
     return Api(
         sessions=container.sessions,
@@ -282,6 +305,7 @@ def _api(
         file_listing=_file_listing(container, views.waiter),
         episodes=_episodes(container, views.waiter),
         memory=_memory(container, views.waiter),
+        key_uses=key_uses,
     )
 
 

@@ -11,13 +11,13 @@ log, and an answer given later resumes it (the session stream shows the rest). T
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from uuid import UUID
 
 from litestar.response import ServerSentEventMessage
 
+from adapters.http.timed_reads import Ended, TimedOut, TimedReads
 from application.bridge import SyncBridge
 from application.sessions import SessionService
 from schemas import sse
@@ -33,35 +33,24 @@ async def across_approval(
     """`messages`, ended `wait` seconds after a `confirm_required` if the run still waits."""
     loop = asyncio.get_running_loop()
     deadline: float | None = None
-    pending: asyncio.Future[ServerSentEventMessage] | None = None
+    reads = TimedReads(messages)
     try:
         while True:
-            if pending is None:
-                pending = asyncio.ensure_future(anext(messages))
             timeout = None if deadline is None else max(0.0, deadline - loop.time())
-            done, _ = await asyncio.wait({pending}, timeout=timeout)
-            if not done:  # the wait is over: is the run still waiting for a human?
+            message = await reads.next(timeout)
+            if isinstance(message, Ended):
+                return
+            if isinstance(message, TimedOut):  # is the run still waiting for a human?
                 deadline = None
                 if (still := await waiting()) is not None:
                     yield unstored(still)
                     return
                 continue
-            try:
-                message = pending.result()
-            except StopAsyncIteration:
-                return
-            pending = None
             yield message
             if message.event in CLOCK_EVENTS:
                 deadline = loop.time() + wait
     finally:
-        if pending is not None:
-            pending.cancel()
-            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                await pending
-        aclose = getattr(messages, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await reads.aclose()
 
 
 def unstored(payload: sse.Done) -> ServerSentEventMessage:

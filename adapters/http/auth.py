@@ -8,6 +8,7 @@ from litestar.middleware import AbstractAuthenticationMiddleware, Authentication
 
 from adapters.http.deps import Access
 from adapters.http.errors import ApiError
+from adapters.postgres.api_key_uses import ApiKeyUses
 
 PUBLIC = [
     "^/health$",
@@ -19,7 +20,8 @@ PUBLIC = [
 
 
 class BearerTokenAuthentication(AbstractAuthenticationMiddleware):
-    """Sets `request.user` to the caller's `Principal`; 401 without a valid token.
+    """Sets `request.user` to the caller's `Principal`; 401 without a valid access token
+    or API key (`tdk_...`, in the same header).
 
     Browsers' EventSource cannot send headers, so the SSE stream also takes the token
     as an `access_token` query parameter.
@@ -37,6 +39,9 @@ class BearerTokenAuthentication(AbstractAuthenticationMiddleware):
                 raise ApiError(401, "a bearer access token is required", "UNAUTHORIZED")
         access: Access = connection.app.state.access
         principal = await access.authenticate(token.strip())
+        if principal.api_key_id is not None:
+            uses: ApiKeyUses = connection.app.state.key_uses
+            uses.note(principal.api_key_id)
         return AuthenticationResult(user=principal, auth=token)
 
 

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from uuid import uuid4
+from uuid import UUID, uuid4
 
-from litestar import Controller, Request, get, post
+from litestar import Controller, Request, get, patch, post
 from litestar.datastructures import State
-from litestar.params import JSONBody
+from litestar.params import FromPath, JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
+from msgspec import convert, to_builtins
 
 from adapters.http.deps import ApiDep, Caller
 from adapters.http.login_limits import client_address, login_limits
 from application.accounts import TokenPair, WorkspaceInfo
 from domain.account_errors import EmailTaken
 from domain.accounts import User
+from domain.values import SessionSettings
+from schemas import api as wire
 from schemas.api import (
     LoginBody,
     RefreshBody,
@@ -23,6 +26,7 @@ from schemas.api import (
     WorkspaceBody,
     WorkspaceOut,
 )
+from schemas.teams import WorkspacePatch
 
 
 def _tokens(pair: TokenPair) -> TokenOut:
@@ -100,8 +104,8 @@ class WorkspaceController(Controller):
         request: Caller,
         api: ApiDep,
     ) -> list[WorkspaceOut]:
-        found = await api.bridge(api.workspaces.workspaces_of, request.user.user_id)
-        return [_workspace(w) for w in found]
+        found = await api.bridge(api.workspaces.workspaces_of, request.user)
+        return [workspace_out(w) for w in found]
 
     @post("/", status_code=HTTP_201_CREATED)
     async def create_workspace(
@@ -110,15 +114,35 @@ class WorkspaceController(Controller):
         request: Caller,
         api: ApiDep,
     ) -> WorkspaceOut:
+        """A workspace in a team (`team_id`: every member of the team sees it) or in the
+        caller's organization's first team; needs the admin role there."""
         created = await api.bridge(
             api.accounts.create_workspace,
-            request.user.user_id,
+            request.user,
             data.name,
             organization_id=data.organization_id,
             team_id=data.team_id,
         )
-        return _workspace(created)
+        return workspace_out(created)
+
+    @patch("/{workspace_id:uuid}")
+    async def change_workspace(
+        self,
+        workspace_id: FromPath[UUID],
+        data: JSONBody[WorkspacePatch],
+        request: Caller,
+        api: ApiDep,
+    ) -> WorkspaceOut:
+        """Rename the workspace, or set the defaults of its new sessions (`settings`:
+        model, confirmation policy, allowed tools, ...); needs the admin role."""
+        settings = None if data.settings is None else SessionSettings.of(to_builtins(data.settings))
+        changed = await api.bridge(
+            api.accounts.change_workspace, request.user, workspace_id, name=data.name,
+            settings=settings,
+        )  # fmt: skip
+        return workspace_out(changed)
 
 
-def _workspace(w: WorkspaceInfo) -> WorkspaceOut:
-    return WorkspaceOut(w.workspace_id, w.name, w.organization_id, w.team_id, w.role)
+def workspace_out(w: WorkspaceInfo) -> WorkspaceOut:
+    settings = convert(w.settings.to_json(), wire.SessionSettings)
+    return WorkspaceOut(w.workspace_id, w.name, w.organization_id, w.team_id, w.role, settings)

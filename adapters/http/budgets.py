@@ -42,7 +42,7 @@ class BudgetsController(Controller):
             limits = BudgetLimits.of(data.monthly_usd, data.monthly_tokens, data.thresholds)
         except InvalidCommand as e:
             raise ValidationException(str(e)) from None
-        await api.bridge(api.accounts.set_budget, request.user.user_id, checked, scope_id, limits)
+        await api.bridge(api.accounts.set_budget, request.user, checked, scope_id, limits)
         period = period_of(datetime.now(UTC))
         spent = await api.bridge(api.billing.usage.spend, [(checked, scope_id)], period)
         return _budget(checked, scope_id, limits, period, spent.get(f"{checked}:{scope_id}"))
@@ -56,7 +56,7 @@ class BudgetsController(Controller):
         api: ApiDep,
     ) -> None:
         scope = _scope(budget_scope)
-        await api.bridge(api.accounts.remove_budget, request.user.user_id, scope, scope_id)
+        await api.bridge(api.accounts.remove_budget, request.user, scope, scope_id)
 
     @get("/budgets")
     async def list_budgets(
@@ -65,7 +65,7 @@ class BudgetsController(Controller):
         api: ApiDep,
     ) -> wire.BudgetList:
         """The budgets that cover the caller, with what was spent against them this month."""
-        profile = await api.bridge(api.accounts.profile, request.user.user_id)
+        profile = await api.bridge(api.accounts.profile, request.user)
         period = period_of(datetime.now(UTC))
         await api.billing.caught_up("budgets", "usage")
         rows = await api.bridge(
@@ -92,7 +92,7 @@ class BudgetsController(Controller):
         limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
     ) -> wire.AlertList:
         """Thresholds crossed, newest first: the caller's organizations' and their own."""
-        roles = await api.bridge(api.accounts.organization_roles, request.user.user_id)
+        roles = await api.bridge(api.accounts.organization_roles, request.user)
         await api.billing.caught_up("budgets")
         rows = await api.bridge(
             api.billing.budgets.alerts, list(roles), request.user.user_id, limit

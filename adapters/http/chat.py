@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import partial
 from uuid import UUID
 
 from litestar import Controller, get, post
@@ -12,6 +13,7 @@ from litestar.response import ServerSentEvent
 from adapters.http.approval_wait import across_approval, run_waiting
 from adapters.http.deps import ApiDep, Caller
 from adapters.http.openapi import SseOperation
+from adapters.http.stream_guard import while_allowed
 from adapters.http.streaming import run_messages, sse_response
 from adapters.http.uploads import check_attachments
 from application.attachments import attach
@@ -66,14 +68,15 @@ class ChatController(Controller):
             attached = await attach(api.workspace_files, api.blobs, workspace_id, file_ids)
             receipt = await api.scheduler.send_message(
                 session_id, data.content, attachments=uploads, idempotency_key=key,
-                files=attached,
+                files=attached, api_key_id=request.user.api_key_id,
             )  # fmt: skip
             first = receipt.version - len(receipt.events), _run_of(receipt)
         after, run_id = first
         wait = float(request.app.state.get("approval_wait", DEFAULT_APPROVAL_WAIT))
         messages = run_messages(api.feed, session_id, after, run_id)
         waiting = run_waiting(api.sessions, api.bridge, session_id, run_id)
-        return sse_response(across_approval(messages, wait, waiting))
+        allowed = partial(api.access.still_sees, request.user, session_id)
+        return sse_response(while_allowed(across_approval(messages, wait, waiting), allowed))
 
     @post("/{session_id:uuid}/confirm", status_code=200)
     async def confirm(

@@ -15,8 +15,9 @@ from adapters.http.read_your_writes import ViewWaiter
 from application.accounts import AccountService, Principal, WorkspaceInfo
 from application.bridge import SyncBridge
 from application.sessions import SessionService
-from domain.account_errors import WorkspaceNotFound
-from domain.errors import SessionNotFound
+from domain.account_errors import AuthError, WorkspaceNotFound
+from domain.errors import NotFound, SessionNotFound
+from domain.roles import require
 from domain.session import AgentSession
 from projections.confirmations import ConfirmationsView
 from projections.sessions import SessionsView
@@ -31,6 +32,7 @@ if TYPE_CHECKING:  # `Api`'s field types only (the handlers' modules import this
     from adapters.http.usage import Billing
     from adapters.http.workspace_files import FileListing
     from adapters.nats.session_feed import SessionFeed
+    from adapters.postgres.api_key_uses import ApiKeyUses
     from adapters.slides.previews import SlidePreviews
     from application.manual_tools import ManualTools
     from application.ports import BlobStore
@@ -72,18 +74,19 @@ class Access:
     async def workspace(
         self, principal: Principal, workspace_id: UUID, *, write: bool = False
     ) -> str:
-        """The caller's role in the workspace; NotFound when it has none."""
-        return await self.bridge(
-            self.accounts.authorize, principal.user_id, workspace_id, write=write
-        )
+        """The caller's role in the workspace (an API key's capped): NotFound when it has
+        none, Forbidden when it may not change it and `write` (`domain.roles.POLICY`)."""
+        return await self.bridge(self.accounts.authorize, principal, workspace_id, write=write)
 
     async def workspace_info(
         self, principal: Principal, workspace_id: UUID, *, write: bool = False
     ) -> WorkspaceInfo:
-        """The workspace with its organization and team, if the caller may see it (or
-        change it): NotFound when it may not see it, Forbidden when it may not change it."""
-        await self.workspace(principal, workspace_id, write=write)
-        return await self.bridge(self.accounts.workspace_of, principal.user_id, workspace_id)
+        """The workspace with its organization, team and settings, if the caller may see
+        it (or change it): NotFound when it may not see it, Forbidden when it may not
+        change it."""
+        info = await self.bridge(self.accounts.workspace_of, principal, workspace_id)
+        require(info.role, "write" if write else "read", f"changing workspace {workspace_id}")
+        return info
 
     async def session(
         self, principal: Principal, session_id: UUID, *, write: bool = False
@@ -102,6 +105,16 @@ class Access:
             workspace_id = self._keep(await self.bridge(self.sessions.get_session, session_id))
         await self._check(principal, session_id, workspace_id, write)
         return workspace_id
+
+    async def still_sees(self, principal: Principal, session_id: UUID) -> bool:
+        """Whether the caller's login or key is still live and may still see the session
+        (asked again and again while its stream is open)."""
+        try:
+            await self.bridge(self.accounts.check_live, principal)
+            await self.session_workspace(principal, session_id)
+        except (NotFound, AuthError):
+            return False
+        return True
 
     def _keep(self, session: AgentSession) -> UUID:
         if len(self._workspaces) >= KNOWN_SESSIONS:
@@ -152,6 +165,7 @@ class Api:
     file_listing: FileListing  # the workspace files read model
     episodes: Episodes  # episodic search
     memory: MemoryApi  # long-term memory
+    key_uses: ApiKeyUses  # how often each API key was used
 
 
 ApiDep = NamedDependency[SkipValidation[Api]]  # provided as is: nothing to validate

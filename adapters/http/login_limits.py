@@ -28,10 +28,10 @@ import math
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import ParamSpec, TypeVar
+from typing import ParamSpec, Protocol, TypeVar
 
-from litestar import Litestar, Request
-from litestar.datastructures import State
+from litestar import Litestar
+from litestar.datastructures import Address
 
 from adapters.http.errors import ApiError
 from adapters.http.limit_counters import (
@@ -43,7 +43,7 @@ from adapters.http.limit_counters import (
     check_limit,
 )
 from application.bridge import SyncBridge
-from domain.account_errors import InvalidCredentials
+from domain.account_errors import InvalidCredentials, WrongPassword
 from domain.accounts import normalize_email
 from domain.errors import InvalidCommand
 
@@ -76,8 +76,9 @@ class LoginLimits:
 
     @asynccontextmanager
     async def attempt(self, email: str, address: str) -> AsyncIterator[None]:
-        """Around one login: 429 at once when its account or address is locked; the
-        attempt stays counted only if the login raises `InvalidCredentials`."""
+        """Around one login (or a password change): 429 at once when its account or
+        address is locked; the attempt stays counted only if the password was wrong
+        (`InvalidCredentials`, `WrongPassword`)."""
         keys = (f"account:{account_of(email)}", f"address:{address}")
         taken = await self._run(self._reserve, keys)
         if isinstance(taken, Locked):
@@ -88,7 +89,7 @@ class LoginLimits:
         failed = False
         try:
             yield
-        except InvalidCredentials:
+        except (InvalidCredentials, WrongPassword):
             failed = True
             raise
         finally:
@@ -126,7 +127,14 @@ def account_of(email: str) -> str:
         return email.strip().lower()
 
 
-def client_address(request: Request[object, object, State]) -> str:
+class Connected(Protocol):
+    """A request, as far as its peer goes."""
+
+    @property
+    def client(self) -> Address | None: ...
+
+
+def client_address(request: Connected) -> str:
     return request.client.host if request.client else "unknown"
 
 

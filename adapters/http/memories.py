@@ -46,6 +46,7 @@ from domain.memory_values import (
     Namespace,
     check_category,
 )
+from domain.roles import Actor
 from projections.memories import MemoriesView, MemoryRow
 from schemas.memories import (
     MemoryAuthor,
@@ -74,18 +75,18 @@ class MemoryApi:
     waiter: ViewWaiter
     bridge: SyncBridge
 
-    async def grant(self, user_id: UUID, namespace: Namespace, *, write: bool) -> Grant:
-        return await self.bridge(self.access.check, user_id, namespace, write=write)
+    async def grant(self, who: Actor, namespace: Namespace, *, write: bool) -> Grant:
+        return await self.bridge(self.access.check, who, namespace, write=write)
 
-    async def readable(self, user_id: UUID, namespace: str | None) -> list[Namespace]:
+    async def readable(self, who: Actor, namespace: str | None) -> list[Namespace]:
         """The namespace asked for (if the caller may read it), else all they may read."""
         if namespace is None:
-            return await self.bridge(self.access.readable, user_id)
+            return await self.bridge(self.access.readable, who)
         wanted = Namespace.parse(namespace)
-        await self.grant(user_id, wanted, write=False)
+        await self.grant(who, wanted, write=False)
         return [wanted]
 
-    async def locate(self, user_id: UUID, memory_id: UUID, *, write: bool) -> Namespace:
+    async def locate(self, who: Actor, memory_id: UUID, *, write: bool) -> Namespace:
         """The namespace holding the memory, if the caller may read it (and change it,
         if `write`): `MemoryNotFound` when it may not see it, `Forbidden` when it may
         only read it."""
@@ -97,7 +98,7 @@ class MemoryApi:
             raise MemoryNotFound(memory_id)
         namespace = Namespace.parse(where)
         try:
-            await self.grant(user_id, namespace, write=write)
+            await self.grant(who, namespace, write=write)
         except NamespaceNotFound:
             raise MemoryNotFound(memory_id) from None
         return namespace
@@ -127,7 +128,7 @@ class MemoryController(Controller):
             if data.namespace is None
             else Namespace.parse(data.namespace)
         )
-        grant = await api.memory.grant(user_id, namespace, write=True)
+        grant = await api.memory.grant(request.user, namespace, write=True)
         done = await api.memory.memories.remember(
             namespace,
             data.text,
@@ -152,7 +153,7 @@ class MemoryController(Controller):
     ) -> MemoryPage:
         """The memories of `namespace` (default: every namespace the caller may read),
         of one `category` if given, with how many there are in all."""
-        namespaces = await api.memory.readable(request.user.user_id, namespace)
+        namespaces = await api.memory.readable(request.user, namespace)
         wanted = check_category(category) if category is not None else None
         await api.memory.waiter.caught_up(MemoriesView.name)
         rows, total = await api.memory.bridge(
@@ -167,7 +168,7 @@ class MemoryController(Controller):
     @get("/{memory_id:uuid}")
     async def read(self, memory_id: FromPath[UUID], request: Caller, api: ApiDep) -> MemoryOut:
         """The memory as it is now."""
-        namespace = await api.memory.locate(request.user.user_id, memory_id, write=False)
+        namespace = await api.memory.locate(request.user, memory_id, write=False)
         return _memory_out(await api.memory.memories.get(namespace, memory_id))
 
     @patch("/{memory_id:uuid}")
@@ -180,7 +181,7 @@ class MemoryController(Controller):
     ) -> MemoryOut:
         """Change the fields given (`expires_at: null` clears the expiry)."""
         user_id = request.user.user_id
-        namespace = await api.memory.locate(user_id, memory_id, write=True)
+        namespace = await api.memory.locate(request.user, memory_id, write=True)
         memory = await api.memory.memories.update(
             namespace,
             memory_id,
@@ -196,7 +197,7 @@ class MemoryController(Controller):
     async def forget(self, memory_id: FromPath[UUID], request: Caller, api: ApiDep) -> None:
         """Forget the memory: gone from every search once this answers (its events stay)."""
         user_id = request.user.user_id
-        namespace = await api.memory.locate(user_id, memory_id, write=True)
+        namespace = await api.memory.locate(request.user, memory_id, write=True)
         await api.memory.memories.forget(namespace, memory_id, ByUser(user_id))
 
     @post("/search", status_code=HTTP_200_OK)
@@ -205,7 +206,7 @@ class MemoryController(Controller):
     ) -> MemoryHits:
         """The best `k` unexpired memories for `query` (by meaning and by keywords), in
         `namespace` or every namespace the caller may read, of `category` if given."""
-        namespaces = await api.memory.readable(request.user.user_id, data.namespace)
+        namespaces = await api.memory.readable(request.user, data.namespace)
         hits = await api.memory.memories.search(
             _query(data.query),
             namespaces,

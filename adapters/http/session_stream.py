@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, cast, get_args
 from uuid import UUID
 
@@ -14,6 +15,7 @@ from adapters.http.chat import confirm_out
 from adapters.http.deps import Api, ApiDep, Caller
 from adapters.http.errors import ApiError
 from adapters.http.openapi import SseOperation
+from adapters.http.stream_guard import while_allowed
 from adapters.http.streaming import session_messages, sse_response
 from application.sessions import SessionService
 from domain.errors import NotFound
@@ -39,7 +41,9 @@ class StreamController(Controller):
         """Every stored event after `Last-Event-ID` (header or query), then live."""
         session = await api.access.session(request.user, session_id)
         raw = request.headers.get("last-event-id") or last_event_id
-        return sse_response(session_messages(api.feed, session_id, _after(raw, session.version)))
+        messages = session_messages(api.feed, session_id, _after(raw, session.version))
+        allowed = partial(api.access.still_sees, request.user, session_id)
+        return sse_response(while_allowed(messages, allowed))
 
     @get("/{session_id:uuid}/events")
     async def audit(

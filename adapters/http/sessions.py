@@ -49,7 +49,7 @@ class SessionController(Controller):
         api: ApiDep,
     ) -> SessionOut:
         workspace = await api.access.workspace_info(request.user, data.workspace_id, write=True)
-        settings = _settings(data)
+        settings = _settings(data, workspace.settings)
         receipt = await api.bridge(
             api.sessions.start_session,
             workspace_id=data.workspace_id,
@@ -78,7 +78,7 @@ class SessionController(Controller):
             await api.access.workspace(request.user, workspace_id)
             scope: list[UUID] = [workspace_id]
         else:
-            mine = await api.bridge(api.workspaces.workspaces_of, request.user.user_id)
+            mine = await api.bridge(api.workspaces.workspaces_of, request.user)
             scope = [w.workspace_id for w in mine]
         await api.views.waiter.caught_up("sessions")
         rows, total = await api.bridge(
@@ -177,12 +177,20 @@ class SessionController(Controller):
         return [p for e in events for p in payloads(e) if isinstance(p, sse.Artifact)]
 
 
-def _settings(data: SessionCreate) -> SessionSettings:
+def _settings(data: SessionCreate, defaults: SessionSettings) -> SessionSettings:
+    """The session's settings: the workspace's defaults where the request sets none (all
+    of them when it has no `settings`; its confirmation policy is then the workspace's)."""
     s = data.settings
     if s is None:
-        return SessionSettings()
-    tools = None if s.allowed_tools is None else tuple(s.allowed_tools)
-    return SessionSettings(s.confirmation, tools, s.max_iterations, s.token_budget, s.model)
+        return defaults
+    tools = defaults.allowed_tools if s.allowed_tools is None else tuple(s.allowed_tools)
+    return SessionSettings(
+        s.confirmation,
+        tools,
+        defaults.max_iterations if s.max_iterations is None else s.max_iterations,
+        defaults.token_budget if s.token_budget is None else s.token_budget,
+        defaults.model if s.model is None else s.model,
+    )
 
 
 async def _written(api: Api, receipt: Receipt) -> SessionOut:

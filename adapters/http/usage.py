@@ -23,9 +23,10 @@ from litestar.params import FromPath, FromQuery, QueryParameter
 from adapters.http.deps import Api, ApiDep, Caller
 from adapters.http.read_your_writes import ViewWaiter
 from adapters.usage_params import UsageParamError, day_range, group_keys
-from domain.accounts import MANAGING_ROLES
+from application.tokens import Principal
 from domain.errors import NotFound, SessionNotFound
 from domain.pricing import usd_text
+from domain.roles import allows
 from projections.budgets import BudgetsView
 from projections.usage_queries import (
     COLUMNS,
@@ -36,7 +37,6 @@ from projections.usage_queries import (
     Visibility,
 )
 from schemas import usage as wire
-from schemas.api import WorkspaceOut
 
 CSV_TYPE = "text/csv"
 
@@ -73,17 +73,18 @@ class UsageController(Controller):
         model: FromQuery[str | None] = None,
     ) -> Response[wire.UsageReport] | Response[str]:
         """Tokens and cost grouped by `group_by` (comma-separated: org, team, workspace,
-        user, session, model, day) over UTC days `from`..`to` (default: this month)."""
+        user, session, api_key, model, day) over UTC days `from`..`to` (default: this
+        month)."""
         try:
             keys, (first, last) = group_keys(group_by), day_range(start, to)
         except UsageParamError as e:
             raise ValidationException(str(e)) from None
-        who = await _visibility(request.user.user_id, api)
+        who = await _visibility(request.user, api)
         if workspace_id is not None:
             await api.access.workspace(request.user, workspace_id)
         if user_id is not None and user_id != who.user_id:
-            roles = await api.bridge(api.accounts.organization_roles, user_id)
-            if not set(roles) & set(who.whole):
+            theirs = await api.bridge(api.accounts.teams_of, user_id)
+            if not any(t.organization_id in who.whole or t.team_id in who.teams for t in theirs):
                 raise NotFound(f"user {user_id} not found")
         where = UsageFilter(first, last, workspace_id, user_id, model)
         await api.billing.caught_up("usage")
@@ -106,7 +107,7 @@ class UsageController(Controller):
     ) -> wire.SessionUsage:
         """A session's model calls, by run and one by one."""
         session = await api.access.session(request.user, session_id)
-        who = await _visibility(request.user.user_id, api)
+        who = await _visibility(request.user, api)
         if session.owner_id != who.user_id and session.organization_id not in who.whole:
             raise SessionNotFound(session_id)  # a member sees their own usage only
         await api.billing.caught_up("usage")
@@ -131,33 +132,19 @@ class UsageController(Controller):
             ],
         )
 
-    @get("/auth/me", tags=["auth"])
-    async def me(
-        self,
-        request: Caller,
-        api: ApiDep,
-    ) -> wire.MeOut:
-        """The caller's id, email and name, and its organizations, teams and workspaces."""
-        p = await api.bridge(api.accounts.profile, request.user.user_id)
-        return wire.MeOut(
-            id=p.user_id,
-            email=p.email,
-            name=p.name,
-            organizations=[
-                wire.OrganizationOut(o.organization_id, o.name, o.role) for o in p.organizations
-            ],
-            teams=[wire.TeamOut(t.team_id, t.name, t.organization_id) for t in p.teams],
-            workspaces=[
-                WorkspaceOut(w.workspace_id, w.name, w.organization_id, w.team_id, w.role)
-                for w in p.workspaces
-            ],
-        )
 
-
-async def _visibility(user_id: UUID, api: Api) -> Visibility:
-    roles = await api.bridge(api.accounts.organization_roles, user_id)
-    whole = [o for o, role in roles.items() if role in MANAGING_ROLES]
-    return Visibility(user_id, whole, [o for o in roles if o not in whole])
+async def _visibility(who: Principal, api: Api) -> Visibility:
+    """Whole organizations and teams where the caller manages budgets; its own elsewhere."""
+    roles = await api.bridge(api.accounts.organization_roles, who)
+    teams = await api.bridge(api.accounts.teams_of, who)
+    whole = [o for o, role in roles.items() if allows(role, "manage_budgets")]
+    managed = [
+        t.team_id
+        for t in teams
+        if t.organization_id not in whole and t.role and allows(t.role, "manage_budgets")
+    ]
+    belongs = dict.fromkeys([*roles, *(t.organization_id for t in teams)])
+    return Visibility(who.user_id, whole, [o for o in belongs if o not in whole], managed)
 
 
 class FigureFields(TypedDict):

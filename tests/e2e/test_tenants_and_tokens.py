@@ -2,9 +2,8 @@
 
 User B calls every endpoint that takes an id with user A's ids: each answers 404 in
 the error format, exactly as for an id that does not exist, and A's session is left
-exactly as it was. (A viewer's 403 needs a way to add members over HTTP; there is none
-yet.) Tokens: missing, malformed, tampered, expired, revoked, of the wrong kind, and
-refresh rotation with reuse detection.
+exactly as it was (a viewer's 403s are in test_teams.py). Tokens: missing, malformed,
+tampered, expired, revoked, of the wrong kind, and refresh rotation with reuse detection.
 """
 
 from __future__ import annotations
@@ -163,7 +162,7 @@ def test_the_workspace_list_answers_the_same_before_and_after_the_read_model_has
     first = carol.get("/api/v1/workspaces/")
     assert first.status_code == 200, first.text
     (default,) = first.json()
-    assert set(default) == {"id", "name", "organization_id", "team_id", "role"}
+    assert set(default) == {"id", "name", "organization_id", "team_id", "role", "settings"}
     assert (default["id"], default["name"], default["organization_id"], default["role"]) == (
         c["workspace_id"], "Default", c["organization_id"], "owner",
     )  # fmt: skip
