@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from functools import partial
 from uuid import UUID
 
 from litestar import Controller, get, post
@@ -13,7 +12,7 @@ from litestar.response import ServerSentEvent
 from adapters.http.approval_wait import across_approval, run_waiting
 from adapters.http.deps import ApiDep, Caller
 from adapters.http.openapi import SseOperation
-from adapters.http.stream_guard import while_allowed
+from adapters.http.stream_guard import permit, while_allowed
 from adapters.http.streaming import run_messages, sse_response
 from adapters.http.uploads import check_attachments
 from application.attachments import attach
@@ -75,7 +74,7 @@ class ChatController(Controller):
         wait = float(request.app.state.get("approval_wait", DEFAULT_APPROVAL_WAIT))
         messages = run_messages(api.feed, session_id, after, run_id)
         waiting = run_waiting(api.sessions, api.bridge, session_id, run_id)
-        allowed = partial(api.access.still_sees, request.user, session_id)
+        allowed = permit(api.access, request.user, session_id)
         return sse_response(while_allowed(across_approval(messages, wait, waiting), allowed))
 
     @post("/{session_id:uuid}/confirm", status_code=200)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from uuid import UUID
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # `Api`'s field types only (the handlers' modules import this
     from projections.accounts import WorkspaceDirectory
 
 Caller = Request[Principal, str, State]  # an authenticated request
+HEAD_TTL = 1.0  # seconds the accounts log's head is taken as known
 KNOWN_SESSIONS = 100_000  # sessions whose workspace a process keeps (forgotten all at once)
 
 
@@ -67,6 +69,17 @@ class Access:
     # A session's workspace never changes: kept once read, so checking who may see a
     # session does not load its aggregate (only the caller's role is read each time).
     _workspaces: dict[UUID, UUID] = field(default_factory=dict)
+    # The accounts log's head as last read, and when (monotonic seconds).
+    _head: list[float] = field(default_factory=lambda: [-HEAD_TTL, -1.0])
+
+    async def accounts_head(self) -> int:
+        """The accounts log's head, read at most once every `HEAD_TTL` seconds by this
+        process: what the open streams look at before they check anything again."""
+        now = time.monotonic()
+        if now - self._head[0] >= HEAD_TTL:
+            head = await self.bridge(self.accounts.recorder.max_notification_id)
+            self._head[:] = [now, float(head or 0)]
+        return int(self._head[1])
 
     async def authenticate(self, access_token: str) -> Principal:
         return await self.bridge(self.accounts.authenticate, access_token)

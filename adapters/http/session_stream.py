@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Annotated, cast, get_args
 from uuid import UUID
 
@@ -15,7 +14,7 @@ from adapters.http.chat import confirm_out
 from adapters.http.deps import Api, ApiDep, Caller
 from adapters.http.errors import ApiError
 from adapters.http.openapi import SseOperation
-from adapters.http.stream_guard import while_allowed
+from adapters.http.stream_guard import permit, while_allowed
 from adapters.http.streaming import session_messages, sse_response
 from application.sessions import SessionService
 from domain.errors import NotFound
@@ -42,7 +41,7 @@ class StreamController(Controller):
         session = await api.access.session(request.user, session_id)
         raw = request.headers.get("last-event-id") or last_event_id
         messages = session_messages(api.feed, session_id, _after(raw, session.version))
-        allowed = partial(api.access.still_sees, request.user, session_id)
+        allowed = permit(api.access, request.user, session_id)
         return sse_response(while_allowed(messages, allowed))
 
     @get("/{session_id:uuid}/events")
