@@ -93,6 +93,13 @@ class TeamMembers(Tenants):
         organization.remove_team_member(team_id, user_id)
         return self._save(organization)
 
+    def delete_team(self, who: UUID | Actor, team_id: UUID) -> int:
+        """Delete the team (its owners only); the notification id of the deletion."""
+        organization, role = self.team_of(actor_of(who), team_id)
+        require(role, "delete_team", "deleting a team")
+        organization.delete_team(team_id)
+        return self._save(organization)
+
     # -- helpers ------------------------------------------------------------------------
 
     def _invite(

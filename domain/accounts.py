@@ -174,6 +174,9 @@ class Organization(Aggregate):
         team_id: UUID
         user_id: UUID
 
+    class TeamDeleted(Aggregate.Event):
+        team_id: UUID
+
     class WorkspaceRenamed(Aggregate.Event):
         workspace_id: UUID
         name: str
@@ -335,6 +338,22 @@ class Organization(Aggregate):
     def _team_member_removed(self, team_id: UUID, user_id: UUID) -> None:
         del self.team_members[team_id][user_id]
 
+    def delete_team(self, team_id: UUID) -> None:
+        """The team, its members' roles in it and its workspaces go (their sessions stay
+        in the log, out of everyone's reach); an organization keeps one team."""
+        self._team(team_id)
+        if len(self.teams) == 1:
+            raise InvalidCommand("an organization keeps at least one team")
+        self._team_deleted(team_id)
+
+    @event(TeamDeleted)
+    def _team_deleted(self, team_id: UUID) -> None:
+        del self.teams[team_id]
+        self.team_members.pop(team_id, None)
+        for workspace_id in [w for w, (t, _) in self.workspaces.items() if t == team_id]:
+            del self.workspaces[workspace_id]
+            self.workspace_settings.pop(workspace_id, None)
+
     def _team(self, team_id: UUID) -> str:
         name = self.teams.get(team_id)
         if name is None:
@@ -447,6 +466,7 @@ OrganizationEvent = (
     | Organization.TeamMemberAdded
     | Organization.TeamMemberRoleChanged
     | Organization.TeamMemberRemoved
+    | Organization.TeamDeleted
     | Organization.WorkspaceRenamed
     | Organization.WorkspaceSettingsChanged
 )

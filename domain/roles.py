@@ -26,6 +26,7 @@ Action = Literal[
     "manage_workspaces",
     "manage_budgets",
     "grant_owner",
+    "delete_team",
 ]
 
 # action -> (the least role it takes, what it covers: printed by the README)
@@ -40,6 +41,7 @@ POLICY: dict[Action, tuple[Role, str]] = {
     "manage_workspaces": ("admin", "create teams and workspaces, rename them, change settings"),
     "manage_budgets": ("admin", "set and remove budgets, read every member's usage"),
     "grant_owner": ("owner", "grant or take away the owner role (hand a team on), remove an owner"),
+    "delete_team": ("owner", "delete a team with its workspaces (their sessions stay in the log)"),
 }
 
 

@@ -165,6 +165,9 @@ class AccountsView(AccountQueries, View):
                     "DELETE FROM accounts_team_members WHERE team_id = %s AND user_id = %s",
                     (team_id, user_id),
                 )
+            case Organization.TeamDeleted(team_id=team_id):
+                for table in ("accounts_team_members", "accounts_workspaces", "accounts_teams"):
+                    curs.execute(f"DELETE FROM {table} WHERE team_id = %s", (team_id,))
             case Organization.WorkspaceRenamed(workspace_id=wid, name=name):
                 curs.execute(
                     "UPDATE accounts_workspaces SET name = %s WHERE workspace_id = %s", (name, wid)

@@ -58,6 +58,12 @@ class TeamController(Controller):
         await api.bridge(api.accounts.team_of, request.user, team_id)  # raises TeamNotFound
         raise AssertionError("unreachable")
 
+    @delete("/{team_id:uuid}", status_code=HTTP_204_NO_CONTENT)
+    async def delete_team(self, team_id: FromPath[UUID], request: Caller, api: ApiDep) -> None:
+        """Delete the team (owners only) and its workspaces; their sessions stay in the log,
+        out of everyone's reach. An organization keeps at least one team (409)."""
+        await api.bridge(api.accounts.delete_team, request.user, team_id)
+
     @get("/{team_id:uuid}/members")
     async def list_members(
         self, team_id: FromPath[UUID], request: Caller, api: ApiDep

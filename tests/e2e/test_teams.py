@@ -138,6 +138,21 @@ def test_a_removed_member_is_cut_off_at_once_and_their_stream_ends(
     assert [x["role"] for x in owner.get(f"/api/v1/teams/{team_id}/members").json()["items"]] == [
         "owner"
     ]
+    # Another tenant's team does not exist for them; bad names write nothing.
+    for answer in (
+        member.get(f"/api/v1/teams/{team_id}"),
+        member.delete(f"/api/v1/teams/{team_id}"),
+        add(member, team_id, "mark@example.com", "member"),
+    ):
+        assert_error(answer, 404, "NOT_FOUND")
+    for name in ("", "x" * 201):
+        assert_error(owner.post("/api/v1/teams/", json={"name": name}), 400)
+    assert_error(add(owner, team_id, "mark@example.com", "superuser"), 400)
+    assert len(owner.get("/api/v1/teams/").json()["items"]) == 2  # Default and Research
+    # Deleting the team takes its workspace, and the sessions in it, out of reach.
+    assert owner.delete(f"/api/v1/teams/{team_id}").status_code == 204
+    assert_error(owner.get(f"/api/v1/sessions/{sid}"), 404, "NOT_FOUND")
+    assert workspace not in {w["id"] for w in owner.get("/api/v1/workspaces/").json()}
 
 
 def test_an_invitation_makes_a_newcomer_a_member_once_and_expires(

@@ -50,6 +50,10 @@ def busy_team(accounts: AccountService) -> tuple[UUID, UUID, dict[str, UUID]]:
     accounts.revoke_api_key(users["ada"], issued.api_key.id)
     accounts.change_profile(users["dee"], name="Dee Dee", avatar_url="https://example.com/d.png")
     accounts.change_password(users["dee"], "correct horse battery", "another good one")
+    gone = accounts.create_team(users["ada"], "Short-lived")
+    accounts.create_workspace(users["ada"], "Scratch", team_id=gone.team_id)
+    accounts.add_team_member(users["ada"], gone.team_id, "dee@example.com", "member")
+    accounts.delete_team(users["ada"], gone.team_id)
     return team.team_id, workspace.workspace_id, users
 
 

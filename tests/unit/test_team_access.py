@@ -87,6 +87,21 @@ def test_a_team_keeps_an_owner_and_only_owners_make_owners() -> None:
     app.remove_team_member(cy.user_id, team.team_id, cy.user_id)  # anyone may leave
 
 
+def test_only_an_owner_deletes_a_team_and_its_workspaces_go_with_it() -> None:
+    app = make_app()
+    ada, bob, cy, team, workspace = team_of_three(app)
+    app.change_team_member_role(ada.user_id, team.team_id, cy.user_id, "admin")
+    with pytest.raises(Forbidden, match="owner"):
+        app.delete_team(cy.user_id, team.team_id)
+    app.delete_team(ada.user_id, team.team_id)
+    for user in (ada, bob, cy):
+        with pytest.raises(WorkspaceNotFound):
+            app.authorize(user.user_id, workspace.workspace_id)
+        assert team.team_id not in {t.team_id for t in app.teams_of(user.user_id)}
+    with pytest.raises(InvalidCommand, match="at least one team"):  # the Default team stays
+        app.delete_team(ada.user_id, ada.team_id)
+
+
 def test_an_invitation_is_for_one_email_once_until_it_expires() -> None:
     clock = FakeClock()
     app = make_app(clock)
