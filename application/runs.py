@@ -65,6 +65,7 @@ class RunScheduler:
         attachments: list[str] | None = None,
         idempotency_key: str | None = None,
         files: Sequence[AttachedFile] = (),
+        requested_by: UUID | None = None,
         api_key_id: UUID | None = None,
     ) -> Receipt:
         """Append the message, request a run and start it (one command, then a task)."""
@@ -72,7 +73,7 @@ class RunScheduler:
         receipt = await self.bridge(
             self.sessions.submit_message,
             session_id, text, run_id, attachments=attachments, idempotency_key=idempotency_key,
-            files=files, api_key_id=api_key_id,
+            files=files, requested_by=requested_by, api_key_id=api_key_id,
         )  # fmt: skip
         if self.dispatch is None:  # driven here: its start need not read these back
             self.runner.warm.written(session_id, receipt.events)

@@ -127,13 +127,14 @@ class SessionService(RunCommands, Application[UUID]):
         attachments: list[str] | None = None,
         idempotency_key: str | None = None,
         files: Sequence[AttachedFile] = (),
+        requested_by: UUID | None = None,
         api_key_id: UUID | None = None,
     ) -> Receipt:
         """Append a user message and request a run for it, together or not at all."""
 
         def submit(s: AgentSession) -> None:
             s.append_user_message(text, attachments, idempotency_key, files)
-            s.request_run(run_id, api_key_id)
+            s.request_run(run_id, requested_by, api_key_id)
 
         return self._change(session_id, submit)
 

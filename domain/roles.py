@@ -22,6 +22,7 @@ RANK: dict[Role, int] = {"viewer": 0, "member": 1, "admin": 2, "owner": 3}
 Action = Literal[
     "read",
     "write",
+    "approve_others",
     "manage_members",
     "manage_workspaces",
     "manage_budgets",
@@ -34,9 +35,10 @@ POLICY: dict[Action, tuple[Role, str]] = {
     "read": ("viewer", "read sessions, their streams, events, artifacts, files and usage"),
     "write": (
         "member",
-        "create sessions, chat, approve or reject tool calls, stop, fork, upload and "
-        "delete files, write workspace memories",
+        "create sessions, chat, approve or reject the tool calls of their own runs, stop, "
+        "fork, upload and delete files, write workspace memories",
     ),
+    "approve_others": ("admin", "approve or reject the tool calls of another member's run"),
     "manage_members": ("admin", "add, invite, re-role and remove team members (not owners)"),
     "manage_workspaces": ("admin", "create teams and workspaces, rename them, change settings"),
     "manage_budgets": ("admin", "set and remove budgets, read every member's usage"),

@@ -50,7 +50,8 @@ class AgentSession(ValueState, RunLog, WorkLog, SteeringLog, DeckLog):
 
     # v2: typed settings; a run's tokens and last message. v3: its organization and team.
     # v4: the numbers of its sources. v5: the active run's artifacts. v6: who holds the run
-    class_version = 6
+    # v7: whose message started the run
+    class_version = 7
 
     @staticmethod
     def upcast_v1_v2(state: State) -> None:
@@ -74,6 +75,10 @@ class AgentSession(ValueState, RunLog, WorkLog, SteeringLog, DeckLog):
     @staticmethod
     def upcast_v5_v6(state: State) -> None:
         state.setdefault("run_worker", None)
+
+    @staticmethod
+    def upcast_v6_v7(state: State) -> None:
+        state.setdefault("run_requested_by", None)
 
     # -- events ----------------------------------------------------------------
 
@@ -190,6 +195,7 @@ class AgentSession(ValueState, RunLog, WorkLog, SteeringLog, DeckLog):
         self.parent_version = parent_version
         self.active_run = None
         self.run_worker = None
+        self.run_requested_by = None
         self.run_tokens = 0
         self.run_message_id = None
         self.run_artifacts = []

@@ -30,6 +30,7 @@ class SessionLog(Aggregate):
     archived: bool
     active_run: UUID | None
     run_worker: str | None  # who holds the active run: its latest RunStarted
+    run_requested_by: UUID | None  # whose message started the active run (None: unknown)
     run_tokens: int  # tokens the active run's turns used so far
     run_message_id: int | None  # the active run's last assistant turn
     run_artifacts: list[RunArtifact]  # what the active run made

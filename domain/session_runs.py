@@ -31,7 +31,7 @@ def _run_artifacts_unlisted(state: State) -> None:
 
 
 def _run_ended(session: RunLog, status: SessionStatus) -> None:
-    session.active_run, session.run_worker = None, None
+    session.active_run, session.run_worker, session.run_requested_by = None, None, None
     session.status = status
 
 
@@ -40,18 +40,22 @@ class RunLog(ToolLog):
 
     class RunRequested(Aggregate.Event):
         run_id: UUID
-        # The API key the message came with (None: a login, or a run requested before
-        # runs said so): its model calls are billed to the key too.
+        # Whose message it was, and the API key it came with (None: a login's; both None
+        # for a run requested before runs said so): its calls are billed to the key too,
+        # and a member may answer the approvals of their own runs alone.
+        requested_by: UUID | None
         api_key_id: UUID | None
 
         class_version = 2
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state.setdefault("requested_by", None)
             state.setdefault("api_key_id", None)
 
         def apply(self, aggregate: Any) -> None:
             aggregate.active_run = self.run_id
+            aggregate.run_requested_by = self.requested_by
             aggregate.run_tokens, aggregate.run_message_id, aggregate.run_artifacts = 0, None, []
 
     class RunStarted(Aggregate.Event):
@@ -105,11 +109,15 @@ class RunLog(ToolLog):
         def apply(self, aggregate: Any) -> None:
             _run_ended(aggregate, "stopped")
 
-    def request_run(self, run_id: UUID, api_key_id: UUID | None = None) -> None:
+    def request_run(
+        self, run_id: UUID, requested_by: UUID | None = None, api_key_id: UUID | None = None
+    ) -> None:
         self._check_open()
         if self.active_run is not None:
             raise RunAlreadyActive(f"run {self.active_run} is still active")
-        self.trigger_event(self.RunRequested, run_id=run_id, api_key_id=api_key_id)
+        self.trigger_event(
+            self.RunRequested, run_id=run_id, requested_by=requested_by, api_key_id=api_key_id
+        )
 
     def start_run(self, run_id: UUID, worker: str) -> None:
         self._check_run(run_id)

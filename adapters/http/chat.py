@@ -67,7 +67,8 @@ class ChatController(Controller):
             attached = await attach(api.workspace_files, api.blobs, workspace_id, file_ids)
             receipt = await api.scheduler.send_message(
                 session_id, data.content, attachments=uploads, idempotency_key=key,
-                files=attached, api_key_id=request.user.api_key_id,
+                files=attached, requested_by=request.user.user_id,
+                api_key_id=request.user.api_key_id,
             )  # fmt: skip
             first = receipt.version - len(receipt.events), _run_of(receipt)
         after, run_id = first
@@ -87,9 +88,10 @@ class ChatController(Controller):
     ) -> ConfirmOut:
         """Answer a pending action; `status` and `next_action` say what the run does next.
 
-        A chat stream that is waiting on this action goes on to the tool's result.
+        A chat stream that is waiting on this action goes on to the tool's result. A member
+        answers the runs their own messages started; an admin or owner any.
         """
-        await api.access.session_workspace(request.user, session_id, write=True)
+        await api.access.approver(request.user, session_id)
         answer = await api.scheduler.answer(
             session_id, data.action_id, data.confirmed, data.feedback, str(request.user.user_id)
         )

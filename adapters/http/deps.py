@@ -119,6 +119,15 @@ class Access:
         await self._check(principal, session_id, workspace_id, write)
         return workspace_id
 
+    async def approver(self, principal: Principal, session_id: UUID) -> None:
+        """May the caller answer the session's pending approvals: a member those of the
+        runs its own messages started (or of no run), an admin or owner any."""
+        session = await self.session(principal, session_id, write=True)
+        asker = session.run_requested_by
+        if asker is not None and asker != principal.user_id:
+            role = await self.bridge(self.accounts.authorize, principal, session.workspace_id)
+            require(role, "approve_others", "answering another member's run")
+
     async def still_sees(self, principal: Principal, session_id: UUID) -> bool:
         """Whether the caller's login or key is still live and may still see the session
         (asked again and again while its stream is open)."""

@@ -105,6 +105,7 @@ class HitlController(Controller):
         api: ApiDep,
     ) -> ConfirmOut:
         row = await _visible(api, request, request_id, write=True)
+        await api.access.approver(request.user, row.session_id)
         answer = await api.scheduler.answer(
             row.session_id, request_id, data.approved, data.user_feedback, str(request.user.user_id)
         )

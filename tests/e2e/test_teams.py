@@ -47,19 +47,21 @@ def test_a_team_of_three_shares_a_workspace_and_each_role_does_what_the_policy_s
     anon = server.client()
     o, m, v = (sign_up(anon, f"{who}@example.com") for who in ("olga", "mark", "vera"))
     owner, member, viewer = as_user(server, o), as_user(server, m), as_user(server, v)
+    other = as_user(server, sign_up(anon, "mia@example.com"))
     team_id, workspace = team_workspace(owner, {"confirmation": "always"})
     assert add(owner, team_id, "mark@example.com", "member").status_code == 201
+    assert add(owner, team_id, "mia@example.com", "member").status_code == 201
     added = add(owner, team_id, "vera@example.com", "viewer")
     assert added.status_code == 201 and added.json()["role"] == "viewer"
 
     members = owner.get(f"/api/v1/teams/{team_id}/members").json()["items"]
     assert [(x["email"], x["role"]) for x in members] == [
         ("olga@example.com", "owner"), ("mark@example.com", "member"),
-        ("vera@example.com", "viewer"),
+        ("mia@example.com", "member"), ("vera@example.com", "viewer"),
     ]  # fmt: skip
     assert all(x["joined_at"] for x in members)
     [listed] = [t for t in viewer.get("/api/v1/teams/").json()["items"] if t["id"] == team_id]
-    assert (listed["role"], listed["member_count"]) == ("viewer", 3)
+    assert (listed["role"], listed["member_count"]) == ("viewer", 4)
     # The team's workspace is theirs; the owner's personal one is not.
     assert workspace in {w["id"] for w in member.get("/api/v1/workspaces/").json()}
     assert str(o["workspace_id"]) not in {w["id"] for w in member.get("/api/v1/workspaces/").json()}
@@ -74,6 +76,11 @@ def test_a_team_of_three_shares_a_workspace_and_each_role_does_what_the_policy_s
         until=is_event("confirm_required"), timeout=30,
     )  # fmt: skip
     action_id = asked.of("confirm_required")[0].data["action_id"]
+    # Another member cannot answer Mark's run; Mark can.
+    theirs = other.post(
+        f"/api/v1/chat/{sid}/confirm", json={"action_id": action_id, "confirmed": False}
+    )
+    assert "admin" in str(assert_error(theirs, 403, "FORBIDDEN")["detail"])
     approved = member.post(
         f"/api/v1/chat/{sid}/confirm", json={"action_id": action_id, "confirmed": True}
     )

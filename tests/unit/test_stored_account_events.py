@@ -99,11 +99,15 @@ def test_each_stored_account_event_decodes_to_its_typed_class_and_encodes_back(
         aggregate_class = {"User": User, "Organization": Organization, "TokenFamily": TokenFamily}
         assert type(event) is getattr(aggregate_class[aggregate_name], event_name)
         assert type(event) in get_args(AccountEvent), f"{stored.topic} is not an AccountEvent"
-        # The mapper restores any stored keys, so compare them with the declared fields.
+        # The mapper restores any stored keys, so compare them with the declared fields:
+        # the same, but for the fields a later class version added (its upcast fills them).
         declared = {f.name for f in fields(event)} - {"originator_id", "originator_version"}
-        assert declared == set(json.loads(stored.state)), stored.topic
-        again = app.mapper.to_stored_event(event)
-        assert json.loads(again.state) == json.loads(stored.state), stored.topic
+        kept = json.loads(stored.state)
+        added = declared - set(kept)
+        assert not added or getattr(type(event), "class_version", 1) > 1, stored.topic
+        assert set(kept) <= declared, stored.topic
+        again = json.loads(app.mapper.to_stored_event(event).state)
+        assert {k: v for k, v in again.items() if k not in added | {"class_version"}} == kept
 
 
 def test_the_loaded_aggregates_take_new_commands(app: AccountService) -> None:
