@@ -125,7 +125,9 @@ class TeamMembers(Tenants):
             user.join_organization(organization.id, checked)
         spent = (invitation,) if invitation is not None else ()
         notification_id = self._save(organization, user, *spent)
-        return Membership(organization.id, user.id, checked, notification_id)
+        return Membership(
+            organization.id, user.id, checked, notification_id, organization.modified_on
+        )
 
     def _now(self) -> datetime:
         return datetime.fromtimestamp(self._clock(), UTC)

@@ -73,6 +73,7 @@ class Membership:
     user_id: UUID
     role: Role
     notification_id: int
+    at: datetime | None = None  # when the change was recorded, where known
 
 
 class Tenants(AccountStore):

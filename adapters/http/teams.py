@@ -94,8 +94,9 @@ class TeamController(Controller):
             return Response(invitation, status_code=HTTP_202_ACCEPTED)
         profile = await api.bridge(api.accounts.profile, done.user_id)
         member = MemberOut(
-            user_id=done.user_id, email=profile.email, name=profile.name, role=data.role
-        )
+            user_id=done.user_id, email=profile.email, name=profile.name, role=data.role,
+            joined_at=done.at,
+        )  # fmt: skip
         return Response(member, status_code=HTTP_201_CREATED)
 
     @patch("/{team_id:uuid}/members/{user_id:uuid}")
@@ -132,8 +133,9 @@ class InvitationController(Controller):
         done = await api.bridge(api.accounts.accept_invitation, request.user.user_id, token)
         profile = await api.bridge(api.accounts.profile, done.user_id)
         return MemberOut(
-            user_id=done.user_id, email=profile.email, name=profile.name, role=done.role
-        )
+            user_id=done.user_id, email=profile.email, name=profile.name, role=done.role,
+            joined_at=done.at,
+        )  # fmt: skip
 
 
 async def _team_out(api: Api, team: TeamInfo) -> TeamOut:

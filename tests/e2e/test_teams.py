@@ -179,7 +179,7 @@ def test_an_invitation_makes_a_newcomer_a_member_once_and_expires(
     nina = as_user(server, sign_up(anon, "nina@example.com"))
     accepted = nina.post(f"/api/v1/invitations/{invitation['token']}/accept")
     assert accepted.status_code == 201, accepted.text
-    assert accepted.json()["role"] == "member"
+    assert accepted.json()["role"] == "member" and accepted.json()["joined_at"]
     assert workspace in {w["id"] for w in nina.get("/api/v1/workspaces/").json()}
     again = nina.post(f"/api/v1/invitations/{invitation['token']}/accept")
     assert_error(again, 410, "INVITATION_INVALID")
