@@ -21,7 +21,7 @@ from domain.account_errors import (
     WorkspaceNotFound,
 )
 from domain.accounts import Organization, User, normalize_email
-from domain.roles import Action, Actor, Role, actor_of, capped, check_role, require
+from domain.roles import Action, Actor, Role, actor_of, allows, capped, check_role, require
 from domain.values import SessionSettings
 
 
@@ -104,10 +104,18 @@ class Tenants(AccountStore):
         raise WorkspaceNotFound(workspace_id)
 
     def role_in_workspace(self, who: UUID | Actor, workspace_id: UUID) -> Role | None:
-        try:
-            return self.workspace_of(who, workspace_id).role
-        except WorkspaceNotFound:
+        """The actor's role in the workspace, None if it has none (every request asks:
+        read from the cached aggregates, building nothing)."""
+        actor = actor_of(who)
+        if actor.workspace_id is not None and actor.workspace_id != workspace_id:
             return None
+        user = self._get(User, actor.user_id, copy=False)
+        for organization_id in user.organization_ids if user else ():
+            organization = self._get(Organization, organization_id, copy=False)
+            if organization is not None and workspace_id in organization.workspaces:
+                role = organization.role_in_workspace(actor.user_id, workspace_id)
+                return None if role is None else capped(role, actor.role_cap)
+        return None
 
     def authorize(
         self, who: UUID | Actor, workspace_id: UUID, *, write: bool = False,
@@ -115,8 +123,12 @@ class Tenants(AccountStore):
     ) -> Role:  # fmt: skip
         """The actor's role in the workspace if it allows `action` (default: read, or
         write); a workspace it cannot see does not exist, one it may not change is 403."""
-        role = self.workspace_of(who, workspace_id).role
+        role = self.role_in_workspace(who, workspace_id)
+        if role is None:
+            raise WorkspaceNotFound(workspace_id)
         wanted: Action = action or ("write" if write else "read")
+        if allows(role, wanted):
+            return role
         return require(role, wanted, f"{wanted.replace('_', ' ')} in workspace {workspace_id}")
 
     def organization_roles(self, who: UUID | Actor) -> dict[UUID, Role]:
