@@ -39,6 +39,9 @@ class EpisodeScope:
     workspace_id: UUID | None = None
     start: datetime | None = None  # created at or after
     end: datetime | None = None  # created before
+    # The workspaces the owner may still see (None: any): a member removed from a team
+    # no longer finds their own sessions there.
+    workspaces: tuple[UUID, ...] | None = None
 
     def where(self, alias: str) -> tuple[SQL, list[object]]:
         """The conditions on rows aliased `alias` (episodes and vectors have the same
@@ -48,6 +51,9 @@ class EpisodeScope:
         if self.workspace_id is not None:
             conditions.append(f"{alias}.workspace_id = %s")
             params.append(self.workspace_id)
+        if self.workspaces is not None:
+            conditions.append(f"{alias}.workspace_id = ANY(%s)")
+            params.append(list(self.workspaces))
         if self.start is not None:
             conditions.append(f"{alias}.created_at >= %s")
             params.append(self.start)

@@ -227,6 +227,7 @@ class EpisodesView(SessionView):
         start: datetime | None = None,
         end: datetime | None = None,
         k: int = 20,
+        workspaces: tuple[UUID, ...] | None = None,
     ) -> list[EpisodeHit]:
         """The owner's best `k` episodes for `query`, created in [start, end) if given.
 
@@ -235,7 +236,7 @@ class EpisodesView(SessionView):
         """
         if not query.strip() or k <= 0:
             return []
-        scope = EpisodeScope(owner_id, workspace_id, start, end)
+        scope = EpisodeScope(owner_id, workspace_id, start, end, workspaces)
         candidates = max(4 * k, 50)
         # One snapshot: the ready model and its vectors are of the same moment, even if
         # a re-embed flips models meanwhile. The query's vector is not cached: the cache

@@ -50,6 +50,7 @@ class Episodes:
         start: datetime | None,
         end: datetime | None,
         k: int,
+        workspaces: tuple[UUID, ...] | None = None,
     ) -> EpisodeHits:
         await self.waiter.caught_up(EpisodesView.name)
         hits = await self.bridge(
@@ -60,6 +61,7 @@ class Episodes:
             start=start,
             end=end,
             k=k,
+            workspaces=workspaces,
         )
         return EpisodeHits(
             items=[
@@ -100,9 +102,12 @@ class EpisodicSearchController(Controller):
             raise ApiError(422, "`from` is after `to`", CODE)
         if workspace_id is not None:
             await api.access.workspace(request.user, workspace_id)
+        # Only where the caller (or its key) may still look.
+        visible = await api.bridge(api.workspaces.workspaces_of, request.user)
         return await api.episodes.search(
-            request.user.user_id, query, workspace_id=workspace_id, start=first, end=last, k=k
-        )
+            request.user.user_id, query, workspace_id=workspace_id, start=first, end=last, k=k,
+            workspaces=tuple(w.workspace_id for w in visible),
+        )  # fmt: skip
 
 
 def _query(q: str) -> str:

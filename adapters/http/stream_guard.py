@@ -18,7 +18,6 @@ from typing import TypeVar
 from uuid import UUID
 
 from adapters.http.deps import Access
-from adapters.http.timed_reads import Ended, TimedOut, TimedReads
 from application.tokens import Principal
 
 T = TypeVar("T")
@@ -48,20 +47,60 @@ def permit(access: Access, principal: Principal, session_id: UUID) -> Allowed:
 async def while_allowed(
     items: AsyncIterator[T], allowed: Allowed, every: float = RECHECK
 ) -> AsyncIterator[T]:
-    """`items` for as long as `allowed()` says yes, asked at least every `every` s."""
-    loop = asyncio.get_running_loop()
-    checked = loop.time()
-    reads = TimedReads(items)
+    """`items` for as long as `allowed()` says yes, asked every `every` seconds.
+
+    The asking is a task of its own, so an item costs nothing more than a flag; a no
+    while the stream waits for its next item interrupts that wait (a cancellation of
+    this task that is told apart from any other), a no while an item is being sent
+    ends the stream as soon as it is sent.
+    """
+    consumer = asyncio.current_task()
+    assert consumer is not None
+    state = _Guard()
+    watcher = asyncio.create_task(_watch(allowed, every, consumer, state))
     try:
-        while True:
-            item = await reads.next(max(0.0, checked + every - loop.time()))
-            if isinstance(item, Ended):
+        while not state.denied:
+            state.waiting = True
+            try:
+                item = await anext(items)
+            except StopAsyncIteration:
                 return
-            if not isinstance(item, TimedOut):
-                yield item
-            if loop.time() - checked >= every:
-                if not await allowed():
+            except asyncio.CancelledError:
+                if state.denied and state.interrupted:
+                    consumer.uncancel()  # ours, not the server's: the stream just ends
                     return
-                checked = loop.time()
+                raise
+            finally:
+                state.waiting = False
+            yield item
     finally:
-        await reads.aclose()
+        watcher.cancel()
+        await _close(items)
+
+
+class _Guard:
+    """What the watcher and the stream share (one event loop: no lock needed)."""
+
+    def __init__(self) -> None:
+        self.waiting = False  # the stream is awaiting its next item
+        self.denied = False
+        self.interrupted = False  # the watcher cancelled that wait
+
+
+async def _watch(
+    allowed: Allowed, every: float, consumer: asyncio.Task[object], state: _Guard
+) -> None:
+    while True:
+        await asyncio.sleep(every)
+        if not await allowed():
+            state.denied = True
+            if state.waiting:
+                state.interrupted = True
+                consumer.cancel()
+            return
+
+
+async def _close(items: AsyncIterator[T]) -> None:
+    aclose = getattr(items, "aclose", None)
+    if aclose is not None:
+        await aclose()

@@ -199,6 +199,10 @@ def test_workspace_and_time_bounds_narrow_the_search(view: EpisodesView, written
     at_home = view.search(written.alice, "battery", workspace_id=written.ws_home)
     assert where(at_home) == {at(written.beach_finding, "finding")}
     assert view.search(written.alice, "battery", workspace_id=uuid4()) == []
+    # Only the workspaces she may still see (a team she left takes its workspace away).
+    still = view.search(written.alice, "battery", workspaces=(written.ws_home,))
+    assert where(still) == where(at_home)
+    assert view.search(written.alice, "battery", workspaces=()) == []
 
     # Bounds taken from the events themselves: [start, end) around the laptops finding.
     start = written.finding.events[0].timestamp
