@@ -278,7 +278,7 @@ class ToolCalls:
             )
         skill = state.ledger.skill
         tools = skill.allowed_tools if skill is not None else None
-        if skill is not None and tools is not None and name not in tools:
+        if skill is not None and tools is not None and name not in (*tools, *SKILL_OWN_TOOLS):
             raise ToolRejected(
                 f"{name} is not allowed while the skill {skill.name} is active; "
                 f"allowed: {', '.join(tools)}"
@@ -288,6 +288,11 @@ class ToolCalls:
     def _needs_confirmation(state: RunState, risky: bool) -> bool:
         policy = state.settings.confirmation
         return policy == "always" or (policy == "risky" and risky)
+
+
+# A skill's own Level 3 (its files, its scripts; taking up another skill) is open to it
+# whatever its `allowed_tools` say: seed 004's skills list only their working tools.
+SKILL_OWN_TOOLS = ("activate_skill", "read_skill_file", "run_skill_script")
 
 
 def _args_of(use: ToolUseContent) -> dict[str, object]:

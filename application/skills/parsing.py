@@ -24,7 +24,9 @@ from application.skills.skill import (
 )
 
 SKILL_FILE = "SKILL.md"
-NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+# Hyphens (the Agent Skills spec) or underscores (seed 004: `deep_research`); one name
+# either way for lookup (`registry.canonical_name`), shown as written.
+NAME_PATTERN = re.compile(r"^[a-z0-9]+([-_][a-z0-9]+)*$")
 MAX_NAME_CHARS = 64
 MAX_DESCRIPTION_CHARS = 1024
 MAX_COMPATIBILITY_CHARS = 500
@@ -120,9 +122,11 @@ class _Fields:
             raise self._error("name", f"longer than {MAX_NAME_CHARS} characters")
         if not NAME_PATTERN.match(value):
             raise self._error(
-                "name", f"{value!r} must be lowercase letters and digits joined by single hyphens"
+                "name",
+                f"{value!r} must be lowercase letters and digits joined by single hyphens "
+                "or underscores",
             )
-        if value != folder_name:
+        if value.replace("_", "-") != folder_name.replace("_", "-"):
             raise self._error("name", f"{value!r} does not match its folder {folder_name!r}")
         return value
 

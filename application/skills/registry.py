@@ -30,9 +30,10 @@ class SkillRegistry:
     def __init__(self, skills: Iterable[Skill]) -> None:
         self._skills: dict[str, Skill] = {}
         for skill in skills:
-            if skill.name in self._skills:
+            key = canonical_name(skill.name)
+            if key in self._skills:
                 raise ValueError(f"two skills are called {skill.name!r}")
-            self._skills[skill.name] = skill
+            self._skills[key] = skill
 
     @classmethod
     def discover(cls, *roots: Path | None, log: logging.Logger = _log) -> SkillRegistry:
@@ -49,14 +50,15 @@ class SkillRegistry:
                 if not skill.enabled:
                     log.info("skill %s (%s) is disabled; not loaded", skill.name, skill.skill_file)
                     continue
-                if skill.name in found:
+                key = canonical_name(skill.name)
+                if key in found:
                     log.warning(
                         "skill %s in %s replaces the one in %s",
                         skill.name,
                         skill.folder,
-                        found[skill.name].folder,
+                        found[key].folder,
                     )
-                found[skill.name] = skill
+                found[key] = skill
         return cls(found.values())
 
     def __iter__(self) -> Iterator[Skill]:

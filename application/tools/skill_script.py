@@ -27,13 +27,20 @@ from application.tools.code_execute import (
 )
 
 SCRIPTS = "scripts"
+# Seed 004 keeps a skill's runnable scripts in `resources/`; the Agent Skills spec in
+# `scripts/`. Either runs.
+SCRIPT_FOLDERS = (SCRIPTS, "resources")
 SHELL = ("/bin/sh",)
 
 
 class RunSkillScriptArgs(msgspec.Struct, forbid_unknown_fields=True):
     path: Annotated[
         str,
-        Meta(min_length=1, max_length=300, description="scripts/<file> inside the skill."),
+        Meta(
+            min_length=1,
+            max_length=300,
+            description="scripts/<file> (or resources/<file>) inside the skill.",
+        ),
     ]
     args: Annotated[
         list[Annotated[str, Meta(max_length=4096)]],
@@ -44,9 +51,9 @@ class RunSkillScriptArgs(msgspec.Struct, forbid_unknown_fields=True):
 class RunSkillScript(Tool[RunSkillScriptArgs]):
     name = "run_skill_script"
     description = (
-        "Run a script from the active skill's scripts/ folder (Python or shell) in the "
-        "sandbox, with arguments; returns its exit code, stdout and stderr as JSON. No "
-        "network; files it writes are not kept."
+        "Run a script from the active skill's scripts/ (or resources/) folder (Python or "
+        "shell) in the sandbox, with arguments; returns its exit code, stdout and stderr "
+        "as JSON. No network; files it writes are not kept."
     )
     Args = RunSkillScriptArgs
     risky = True  # it runs code
@@ -71,9 +78,10 @@ class RunSkillScript(Tool[RunSkillScriptArgs]):
         if skill is None:
             raise ToolExecutionError("no skill is active: activate one before running its scripts")
         script = PurePosixPath(args.path.strip())
-        if script.parts[:1] != (SCRIPTS,) or len(script.parts) < 2:
+        if script.parts[0] not in SCRIPT_FOLDERS or len(script.parts) < 2:
             raise CodeExecuteError(
-                "NOT_A_SCRIPT", f"{args.path} is not in the skill's {SCRIPTS}/ folder"
+                "NOT_A_SCRIPT",
+                f"{args.path} is not in the skill's {' or '.join(SCRIPT_FOLDERS)} folder",
             )
         runner = {".py": self.python, ".sh": SHELL}.get(script.suffix)
         if runner is None:
@@ -82,7 +90,7 @@ class RunSkillScript(Tool[RunSkillScriptArgs]):
                 f"{args.path}: only Python (.py) and shell (.sh) scripts run",
             )
         try:
-            files = await asyncio.to_thread(folder_files, skill, SCRIPTS)
+            files = await asyncio.to_thread(folder_files, skill, script.parts[0])
         except SkillFileError as e:
             raise ToolExecutionError(str(e)) from None
         if script.as_posix() not in files:

@@ -168,7 +168,7 @@ async def test_a_skill_script_runs_with_its_arguments_and_only_its_output_is_kep
     shown = json.loads(ran.summary)
     assert shown["stdout"].strip() == "3" and "files" not in shown
     refused = result_of(engine, sid, "r2")
-    assert refused.status == "error" and "not in the skill's scripts/ folder" in (
+    assert refused.status == "error" and "not in the skill's scripts or resources folder" in (
         refused.error or ""
     )
 

@@ -4,6 +4,7 @@ kept through compaction; or taken up by the model with `activate_skill`."""
 
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -134,3 +135,33 @@ async def test_a_skills_timeout_bounds_each_run_not_the_session(tmp_path: Path) 
     # once, with no clock moved, and only there.
     report = await replay_of(engine, sid)
     assert report.identical, report.divergence
+
+
+TAKE_UP = {"name": "deep-research"}  # the other spelling finds it too
+# Seed 004's example SKILL.md, its front matter verbatim.
+SEED_004_SKILL = Path(__file__).parents[1] / "fixtures" / "seed_skills" / "deep_research"
+
+
+async def test_seed_004s_own_deep_research_example_loads_and_activates(tmp_path: Path) -> None:
+    folder = tmp_path / "skills" / "deep_research"
+    (folder / "resources").mkdir(parents=True)
+    shutil.copy(SEED_004_SKILL / "SKILL.md", folder / "SKILL.md")
+    (folder / "resources" / "search.py").write_text("print('searching')\n", encoding="utf-8")
+    llm = scripted(
+        {"tool_calls": [{"name": "activate_skill", "id": "a1", "input": TAKE_UP}]},
+        {"tool_calls": [call("read_skill_file", "f1", path="resources/search.py")]},
+        {"text": "Ready."},
+    )
+    engine = make_engine(llm, tmp_path, skills_dir=tmp_path / "skills")
+    sid = await engine.new_session(confirmation="never")
+    await engine.scheduler.send_message(sid, "hi")
+    assert await engine.scheduler.wait(sid) == "completed"
+    (activated,) = engine.events(sid, "SkillActivated")
+    assert isinstance(activated, S.SkillActivated)
+    # Shown as written; found by either spelling; the seed's flat fields are its limits.
+    assert (activated.name, activated.skill_version) == ("deep_research", "1.0.0")
+    assert list(activated.allowed_tools or ()) == ["web_search", "read_url", "create_doc"]
+    assert (activated.max_iterations, activated.timeout) == (20, 300)
+    read = [e for e in engine.events(sid, "ToolResultRecorded")
+            if isinstance(e, S.ToolResultRecorded) and e.tool_use_id == "f1"]  # fmt: skip
+    assert read[0].status == "success" and "searching" in read[0].summary
