@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from domain.conversation import TextDelta, ThinkingDelta
+from domain.conversation import LiveItem
 
 
 class NullDeltaSink:
@@ -13,5 +13,5 @@ class NullDeltaSink:
     def __init__(self) -> None:
         self.count = 0
 
-    async def publish(self, session_id: UUID, delta: TextDelta | ThinkingDelta) -> None:
+    async def publish(self, session_id: UUID, delta: LiveItem) -> None:
         self.count += 1

@@ -14,7 +14,7 @@ from uuid import UUID
 from eventsourcing.persistence import Notification
 
 from domain.budgets import BudgetStatus, Spend, ThresholdCrossing
-from domain.conversation import ModelRequest, StreamItem, TextDelta, ThinkingDelta
+from domain.conversation import LiveItem, ModelRequest, StreamItem
 from domain.decks import Deck
 from domain.values import BudgetScope
 from schemas.sandbox import (
@@ -136,9 +136,10 @@ class EventFeed(Protocol):
 
 
 class DeltaSink(Protocol):
-    """Where live deltas of a streaming turn go (to SSE clients); never stored."""
+    """Where live items go (to SSE clients): a streaming turn's deltas, a running tool's
+    start and progress; never stored."""
 
-    async def publish(self, session_id: UUID, delta: TextDelta | ThinkingDelta) -> None: ...
+    async def publish(self, session_id: UUID, delta: LiveItem) -> None: ...
 
 
 class RunLocks(Protocol):

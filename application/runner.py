@@ -87,7 +87,7 @@ class AgentRunner:
         self.bridge = bridge
         self.llm = llm
         self.tools = tools
-        self.tool_calls = ToolCalls(tools, blobs)
+        self.tool_calls = ToolCalls(tools, blobs, deltas)
         self.counter = counter
         self.deltas = deltas
         self.settings = settings or EngineSettings()

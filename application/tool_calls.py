@@ -16,10 +16,11 @@ from uuid import UUID
 
 import msgspec
 
-from application.ports import BlobStore
+from application.ports import BlobStore, DeltaSink
 from application.run_state import RunState
 from application.steps import CallRequest, CallsStep, ConfirmationAsk, Note, ResultStep, Strike
 from application.tool_performing import Performed, perform
+from application.tool_progress import PROGRESS_EVERY, announced
 from application.tools.base import AnyTool
 from application.tools.registry import ToolRegistry, ToolRejected
 from domain.policies import STRIKE_LIMIT, error_signature
@@ -68,9 +69,13 @@ def action_id_for(session_id: UUID, tool_use_id: str) -> str:
 class ToolCalls:
     """Works through the tool uses of the run's newest turn, in order."""
 
-    def __init__(self, tools: ToolRegistry, blobs: BlobStore) -> None:
+    def __init__(
+        self, tools: ToolRegistry, blobs: BlobStore, live: DeltaSink | None = None
+    ) -> None:
         self.tools = tools
         self.blobs = blobs
+        self.live = live  # where a running call's live word goes (None: nowhere)
+        self.progress_every = PROGRESS_EVERY
 
     async def work_through(self, state: RunState, *, recovering: bool = False) -> Outcome:
         """Bring every tool use of the newest turn to a result, or stop at a pending approval.
@@ -233,8 +238,10 @@ class ToolCalls:
     async def _perform(
         self, state: RunState, tool_use_id: str, name: str, raw_args: dict[str, object]
     ) -> Performed:
-        """Run the call with its timeout; every failure becomes an error result."""
-        return await perform(self.tools, self.blobs, state, tool_use_id, name, raw_args)
+        """Run the call with its timeout; every failure becomes an error result. Watchers
+        see it run (live only)."""
+        async with announced(self.live, state.session_id, tool_use_id, name, self.progress_every):
+            return await perform(self.tools, self.blobs, state, tool_use_id, name, raw_args)
 
     async def _record(
         self, state: RunState, tool_use_id: str, name: str, result: Performed

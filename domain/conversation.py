@@ -153,6 +153,24 @@ class ThinkingDelta:
 
 
 @dataclass(frozen=True)
+class ToolRunning:
+    """A tool call's execution has started (after any approval): live only."""
+
+    tool_use_id: str
+    name: str
+    type: Literal["tool_running"] = "tool_running"
+
+
+@dataclass(frozen=True)
+class ToolProgress:
+    """A running tool's word on how it goes (a page being read, N s of code): live only."""
+
+    tool_use_id: str
+    message: str
+    type: Literal["tool_progress"] = "tool_progress"
+
+
+@dataclass(frozen=True)
 class ModelTurn:
     """The finished assistant turn: what gets recorded as `AssistantTurnRecorded`."""
 
@@ -175,6 +193,8 @@ class ModelTurn:
 
 
 StreamItem = TextDelta | ThinkingDelta | ModelTurn
+# What goes out live to a session's watchers, never stored.
+LiveItem = TextDelta | ThinkingDelta | ToolRunning | ToolProgress
 
 
 # Role framing and block separators the counter cannot see, per message.

@@ -94,12 +94,17 @@ class Content(Payload, tag="content", frozen=True):
     citations: list[Citation] | None = None
 
 
-class ToolCall(Stored, tag="tool_call", frozen=True):
+class ToolCall(Payload, tag="tool_call", frozen=True):
+    """A tool call: asked for (`pending`, a stored event: its version is the SSE id), or
+    live once its execution starts (`running`, no version: never stored, not resumed)."""
+
     id: str
     name: str
     status: Literal["pending", "running"]
     args: JsonObject | None = None
     risk: Literal["safe", "risky"] = "safe"
+    version: int | None = None
+    timestamp: datetime | None = None
 
 
 class ToolResult(Stored, tag="tool_result", frozen=True):
@@ -213,8 +218,14 @@ class Finding(Stored, tag="finding", frozen=True):
     citations: list[Citation]
 
 
-class Progress(Stored, tag="progress", frozen=True):
+class Progress(Payload, tag="progress", frozen=True):
+    """Progress the agent noted (stored: with its version), or a running tool's live word
+    on how it goes (`tool_call_id`, no version: never stored)."""
+
     text: str
+    version: int | None = None
+    timestamp: datetime | None = None
+    tool_call_id: str | None = None
 
 
 class BudgetNotice(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
@@ -351,7 +362,9 @@ def sse_id(payload: SsePayload) -> int | None:
     never sent twice, and the message itself lists what did not resolve)."""
     if isinstance(payload, Notice) and payload.kind == "citation":
         return None
-    return payload.version if isinstance(payload, Stored) else None
+    if isinstance(payload, Stored | ToolCall | Progress):
+        return payload.version
+    return None
 
 
 def encode(payload: SsePayload) -> bytes:

@@ -13,7 +13,7 @@ from typing import TypeAlias, assert_never
 from urllib.parse import urlsplit
 
 from adapters.http.sse_turns import citations_of, turn_payloads
-from domain.conversation import TextDelta, ThinkingDelta
+from domain.conversation import LiveItem, TextDelta, ThinkingDelta, ToolProgress, ToolRunning
 from domain.deck_fold import DeckEvent
 from domain.decks import PPTX
 from domain.events import SessionEvent
@@ -94,12 +94,17 @@ def payloads(e: SessionEvent) -> list[sse.SsePayload]:
             assert_never(e)
 
 
-def live_payload(delta: TextDelta | ThinkingDelta) -> sse.Thinking | sse.Content:
+def live_payload(delta: LiveItem) -> sse.SsePayload:
+    """The SSE payload of a live item (no SSE id: never stored, never resumed)."""
     match delta:
         case ThinkingDelta(thinking=text):
             return sse.Thinking(content=text)
         case TextDelta(text=text):
             return sse.Content(content=text)
+        case ToolRunning(tool_use_id=tid, name=name):
+            return sse.ToolCall(id=tid, name=name, status="running")
+        case ToolProgress(tool_use_id=tid, message=message):
+            return sse.Progress(text=message, tool_call_id=tid)
         case _:
             assert_never(delta)
 

@@ -1,19 +1,49 @@
-"""Live deltas of a streaming model turn on core NATS: fast, not stored, may be lost."""
+"""Live items on core NATS (a streaming turn's deltas, a running tool's start and
+progress): fast, not stored, may be lost. Their wire shape is `schemas.live`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import assert_never
 from uuid import UUID
 
-import msgspec
 from nats.aio.client import Client as NATS
 from nats.errors import Error as NatsError
 
-from domain.conversation import TextDelta, ThinkingDelta
+from domain.conversation import LiveItem, TextDelta, ThinkingDelta, ToolProgress, ToolRunning
+from schemas import live
 
 
 def live_subject(stream: str, session_id: UUID | str) -> str:
     return f"{stream.lower()}.live.{session_id}"
+
+
+def to_wire(item: LiveItem) -> live.Live:
+    match item:
+        case TextDelta(text=text):
+            return live.TextChunk(text)
+        case ThinkingDelta(thinking=text):
+            return live.ThinkingChunk(text)
+        case ToolRunning(tool_use_id=tid, name=name):
+            return live.ToolStarted(tid, name)
+        case ToolProgress(tool_use_id=tid, message=message):
+            return live.ToolProgressed(tid, message)
+        case _:
+            assert_never(item)
+
+
+def from_wire(message: live.Live) -> LiveItem:
+    match message:
+        case live.TextChunk(text=text):
+            return TextDelta(text)
+        case live.ThinkingChunk(text=text):
+            return ThinkingDelta(text)
+        case live.ToolStarted(tool_use_id=tid, name=name):
+            return ToolRunning(tid, name)
+        case live.ToolProgressed(tool_use_id=tid, message=text):
+            return ToolProgress(tid, text)
+        case _:
+            assert_never(message)
 
 
 class NatsDeltaSink:
@@ -23,16 +53,11 @@ class NatsDeltaSink:
         self._connection = connection
         self._stream = stream
 
-    async def publish(self, session_id: UUID, delta: TextDelta | ThinkingDelta) -> None:
+    async def publish(self, session_id: UUID, delta: LiveItem) -> None:
         nc = self._connection()
         if nc is None or not nc.is_connected:
-            return  # deltas are a live preview; the finished turn is stored anyway
-        body = msgspec.json.encode(
-            {
-                "type": delta.type,
-                "text": getattr(delta, "text", None) or getattr(delta, "thinking", ""),
-            }
-        )
+            return  # a live preview: what it previews is stored anyway
+        body = live.encode(to_wire(delta))
         try:
             await nc.publish(live_subject(self._stream, session_id), body)
         except NatsError:

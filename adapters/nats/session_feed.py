@@ -34,13 +34,14 @@ import msgspec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from adapters.nats.live import live_subject
+from adapters.nats.live import from_wire, live_subject
 from adapters.nats.session_hub import Inbox, Overflowed, SessionHub
 from adapters.nats.stream import BadMessage, to_notification
 from application.bridge import SyncBridge
 from application.sessions import SessionService
-from domain.conversation import TextDelta, ThinkingDelta
+from domain.conversation import LiveItem
 from domain.events import SessionEvent, as_session_event
+from schemas import live
 
 POLL_WITHOUT_NATS = 0.5  # seconds between store reads while NATS is away
 CHECK_NATS = 0.5  # seconds between looks at the NATS connection while the stream is quiet
@@ -57,7 +58,7 @@ class Stored:
 
 @dataclass(frozen=True)
 class Live:
-    delta: TextDelta | ThinkingDelta
+    delta: LiveItem
 
 
 @dataclass(frozen=True)
@@ -67,11 +68,6 @@ class Idle:
 
 FeedItem = Stored | Live | Idle
 Arrival = Stored | Live  # a message of the shared subscription, decoded once
-
-
-class _LiveDelta(msgspec.Struct):
-    type: str
-    text: str
 
 
 class SessionFeed:
@@ -130,11 +126,9 @@ class SessionFeed:
         session = msg.subject.rsplit(".", 1)[-1]
         if msg.subject == live_subject(self.stream, session):
             try:
-                delta = msgspec.json.decode(msg.data, type=_LiveDelta)
+                return Live(from_wire(live.decode(msg.data)))
             except msgspec.DecodeError:
                 return None
-            thinking = delta.type == "thinking_delta"
-            return Live(ThinkingDelta(delta.text) if thinking else TextDelta(delta.text))
         if msg.subject != f"{self.stream.lower()}.events.{session}":
             return None
         try:

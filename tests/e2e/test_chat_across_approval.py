@@ -67,6 +67,14 @@ def test_the_chat_stream_goes_on_after_a_hitl_confirm_from_another_client(
     assert read.ids == list(range(read.ids[0], read.ids[0] + len(read.ids)))  # no gap, no repeat
     assert read.of("tool_result")[0].data["status"] == "success"
     assert read.events[-1].data["status"] == "completed"
+    # The approved call is seen running (live: no id, never stored) before its result.
+    kinds = [(e.event, e.data.get("status"), e.id is None) for e in read.events]
+    running = kinds.index(("tool_call", "running", True))
+    assert (
+        kinds.index(("confirmed", None, False))
+        < running
+        < kinds.index(next(k for k in kinds if k[0] == "tool_result"))
+    )
 
 
 def test_after_the_approval_wait_the_chat_ends_waiting_and_the_run_stays_resumable(

@@ -28,7 +28,7 @@ from application.runs import RunScheduler
 from application.sessions import SessionService
 from application.tools.base import AnyTool, Tool, ToolContext
 from application.workspace_files import WorkspaceFiles
-from domain.conversation import TextDelta, ThinkingDelta
+from domain.conversation import LiveItem
 from domain.values import SessionSettings
 from tests.fakes.memory_index import InMemoryMemoryIndex
 
@@ -37,9 +37,9 @@ class InMemoryDeltaSink:
     """Collects the live deltas per session."""
 
     def __init__(self) -> None:
-        self.deltas: dict[UUID, list[TextDelta | ThinkingDelta]] = {}
+        self.deltas: dict[UUID, list[LiveItem]] = {}
 
-    async def publish(self, session_id: UUID, delta: TextDelta | ThinkingDelta) -> None:
+    async def publish(self, session_id: UUID, delta: LiveItem) -> None:
         self.deltas.setdefault(session_id, []).append(delta)
 
 
