@@ -171,8 +171,8 @@ def _apply_input(
             target.append_user_message(
                 sid, text, attachments=attachments, idempotency_key=key, files=e.files
             )
-        case S.RunRequested(run_id=run_id):
-            target.request_run(sid, run_id)
+        case S.RunRequested(run_id=run_id, requested_by=by, api_key_id=key):
+            target.request_run(sid, run_id, requested_by=by, api_key_id=key)
             return run_id
         case S.ConfirmationGiven(action_id=action_id, approved=approved):
             target.give_confirmation(sid, action_id, approved, e.feedback, e.by)

@@ -99,8 +99,15 @@ class RunCommands:
     def update_plan(self, session_id: UUID, items: list[PlanItem]) -> Receipt:
         return self._change(session_id, lambda s: s.update_plan(items))
 
-    def request_run(self, session_id: UUID, run_id: UUID) -> Receipt:
-        return self._change(session_id, lambda s: s.request_run(run_id))
+    def request_run(
+        self,
+        session_id: UUID,
+        run_id: UUID,
+        *,
+        requested_by: UUID | None = None,
+        api_key_id: UUID | None = None,
+    ) -> Receipt:
+        return self._change(session_id, lambda s: s.request_run(run_id, requested_by, api_key_id))
 
     def start_run(self, session_id: UUID, run_id: UUID, worker: str) -> Receipt:
         return self._change(session_id, lambda s: s.start_run(run_id, worker))

@@ -61,5 +61,6 @@ def chat(http: httpx.Client, sid: str, text: str) -> tuple[str, str, tuple[str, 
     )
     assert read.status == 200, read.body
     last = read.events[-1]
-    tools = tuple(str(e.data["name"]) for e in read.of("tool_call"))
+    # The calls requested (stored); each is also seen `running`, live, once it runs.
+    tools = tuple(str(e.data["name"]) for e in read.of("tool_call") if e.id is not None)
     return last.event, str(last.data.get("status") or last.data.get("error_code")), tools
