@@ -22,7 +22,7 @@ from application.tokens import Principal
 
 T = TypeVar("T")
 Allowed = Callable[[], Awaitable[bool]]
-RECHECK = 2.0  # seconds between checks: a removed member's stream ends within ~2 s
+RECHECK = 2.0  # seconds between checks: with the head read each second, ends within ~3 s
 
 
 def permit(access: Access, principal: Principal, session_id: UUID) -> Allowed:
