@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from uuid import UUID
 
 from adapters.http.stream_guard import RECHECK
 from application.accounts import AccountService
@@ -35,7 +36,7 @@ def timed(rounds: int, check: Callable[[], object]) -> float:
     return median(batches)
 
 
-def busy_organization(accounts: AccountService, teams: int, members: int) -> tuple[str, object]:
+def busy_organization(accounts: AccountService, teams: int, members: int) -> tuple[str, UUID]:
     """An owner with `teams` teams, a workspace each, and `members` members spread over
     them; (a member's email, the last team's workspace id)."""
     owner = accounts.register("owner@example.com", PASSWORD, "Owner")
@@ -70,19 +71,19 @@ def main() -> None:
         solo_token = accounts.login("solo@example.com", PASSWORD).access_token
         member_token = accounts.login(email, PASSWORD).access_token
         member_id = accounts.authenticate(member_token).user_id
-        key = accounts.create_api_key(member_id, "bench", "member", team_workspace).key  # type: ignore[arg-type]
+        key = accounts.create_api_key(member_id, "bench", "member", team_workspace).key
 
-        def request(credential: str, workspace: object) -> Callable[[], object]:
+        def request(credential: str, workspace: UUID) -> Callable[[], object]:
             def check() -> object:
                 principal = accounts.authenticate(credential)
-                return accounts.authorize(principal, workspace, write=True)  # type: ignore[arg-type]
+                return accounts.authorize(principal, workspace, write=True)
 
             return check
 
-        def recheck(principal: Principal, workspace: object) -> Callable[[], object]:
+        def recheck(principal: Principal, workspace: UUID) -> Callable[[], object]:
             def check() -> object:
                 accounts.check_live(principal)
-                return accounts.authorize(principal, workspace)  # type: ignore[arg-type]
+                return accounts.authorize(principal, workspace)
 
             return check
 
