@@ -27,19 +27,14 @@ database error is raised as `CountersUnavailable` (the limits then fail open).
 from __future__ import annotations
 
 import math
-import threading
 import time
 import uuid
-from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Collection
 
-import psycopg
-from eventsourcing.persistence import PersistenceError
-from eventsourcing.postgres import PostgresDatastore, PostgresFactory
-from psycopg.rows import DictRow
+from eventsourcing.postgres import PostgresDatastore
 
-from adapters.container import Container
-from adapters.http.limit_counters import Counted, CountersUnavailable, Over
+from adapters.http.limit_counters import Counted, Over
+from adapters.postgres.shared_tables import SharedTables
 
 WINDOW = 60.0  # seconds
 LEASE = 30.0  # seconds an open stream's slot lasts unless its replica refreshes it
@@ -118,8 +113,11 @@ $body$"""
 OPEN = "SELECT rate_limit_open_stream(%s, %s, %s, %s, %s, %s) AS slot"
 
 
-class PostgresCounters:
+class PostgresCounters(SharedTables):
     """Rate-limit counters and stream leases in Postgres tables (created on first use)."""
+
+    statements = (*CREATE, OPEN_FUNCTION)
+    space = SPACE
 
     def __init__(
         self,
@@ -129,25 +127,9 @@ class PostgresCounters:
         lease: float = LEASE,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.datastore, self.window, self.lease, self._clock = datastore, window, lease, clock
+        super().__init__(datastore)
+        self.window, self.lease, self._clock = window, lease, clock
         self.owner = uuid.uuid4()  # this replica
-        self._ready = False
-        self._lock = threading.Lock()
-        self._next_sweep = 0.0
-
-    @classmethod
-    def of(cls, container: Container) -> PostgresCounters:
-        """Counters in the event store's database, through its connection pool."""
-        factory = container.sessions.factory
-        assert isinstance(factory, PostgresFactory)
-        return cls(factory.datastore)
-
-    def create_tables(self) -> None:
-        with self._connection(ready=True) as conn, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (SPACE,))  # racing replicas
-            for statement in (*CREATE, OPEN_FUNCTION):
-                conn.execute(statement)
-        self._ready = True
 
     def hit(self, key: str, *, requests: int, uploads: int | None) -> Over | None:
         now = self._clock()
@@ -220,17 +202,3 @@ class PostgresCounters:
         if now >= self._next_sweep:
             self._next_sweep = now + SWEEP_EVERY
             self.sweep()
-
-    @contextmanager
-    def _connection(self, *, ready: bool = False) -> Iterator[psycopg.Connection[DictRow]]:
-        """A pooled connection (autocommit), the tables made first unless `ready`; a
-        database error comes out as `CountersUnavailable`."""
-        if not (ready or self._ready):
-            with self._lock:
-                if not self._ready:
-                    self.create_tables()
-        try:
-            with self.datastore.get_connection() as conn:
-                yield conn
-        except (psycopg.Error, PersistenceError) as e:
-            raise CountersUnavailable(str(e)) from e

@@ -17,19 +17,14 @@ than the window are deleted now and then. Any database error is raised as
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 
-import psycopg
-from eventsourcing.persistence import PersistenceError
-from eventsourcing.postgres import PostgresDatastore, PostgresFactory
-from psycopg.rows import DictRow
+from eventsourcing.postgres import PostgresDatastore
 
-from adapters.container import Container
-from adapters.http.limit_counters import LOGIN_WINDOW, CountersUnavailable, Locked, check_limit
+from adapters.http.limit_counters import LOGIN_WINDOW, Locked, check_limit
+from adapters.postgres.shared_tables import SharedTables
 
 SPACE = 0x7D1F  # first key of the two-int advisory locks: "a key's failed logins"
 SWEEP_EVERY = 60.0  # seconds between deletions of rows older than the window
@@ -75,8 +70,11 @@ $body$"""
 ATTEMPT = "SELECT login_attempt(%s, %s, %s, %s, %s) AS frees"
 
 
-class PostgresLoginFailures:
+class PostgresLoginFailures(SharedTables):
     """Failed logins in a Postgres table (created on first use), shared by the replicas."""
+
+    statements = (*CREATE, ATTEMPT_FUNCTION)
+    space = SPACE
 
     def __init__(
         self,
@@ -85,24 +83,8 @@ class PostgresLoginFailures:
         window: float = LOGIN_WINDOW,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.datastore, self.window, self._clock = datastore, window, clock
-        self._ready = False
-        self._lock = threading.Lock()
-        self._next_sweep = 0.0
-
-    @classmethod
-    def of(cls, container: Container) -> PostgresLoginFailures:
-        """Failed logins in the event store's database, through its connection pool."""
-        factory = container.sessions.factory
-        assert isinstance(factory, PostgresFactory)
-        return cls(factory.datastore)
-
-    def create_tables(self) -> None:
-        with self._connection(ready=True) as conn, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (SPACE,))  # racing replicas
-            for statement in (*CREATE, ATTEMPT_FUNCTION):
-                conn.execute(statement)
-        self._ready = True
+        super().__init__(datastore)
+        self.window, self._clock = window, clock
 
     def reserve(self, keys: Sequence[str], limit: int) -> str | Locked:
         check_limit(limit)
@@ -131,17 +113,3 @@ class PostgresLoginFailures:
             conn.execute(
                 "DELETE FROM login_failures WHERE at <= to_timestamp(%s)", (now - self.window,)
             )
-
-    @contextmanager
-    def _connection(self, *, ready: bool = False) -> Iterator[psycopg.Connection[DictRow]]:
-        """A pooled connection (autocommit), the table made first unless `ready`; a
-        database error comes out as `CountersUnavailable`."""
-        if not (ready or self._ready):
-            with self._lock:
-                if not self._ready:
-                    self.create_tables()
-        try:
-            with self.datastore.get_connection() as conn:
-                yield conn
-        except (psycopg.Error, PersistenceError) as e:
-            raise CountersUnavailable(str(e)) from e
