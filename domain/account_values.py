@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from domain.errors import InvalidCommand, InvalidValue
@@ -34,6 +35,12 @@ def check_name(name: str, what: str = "name") -> str:
     if not name or len(name) > MAX_NAME_CHARS:
         raise InvalidCommand(f"{what} must be 1 to {MAX_NAME_CHARS} characters")
     return name
+
+
+def secret_digest(secret: str) -> str:
+    """What is kept of a secret shown once (an API key, an invitation token): its SHA-256,
+    from which the id of what it opens is derived."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
 MAX_AVATAR_URL_CHARS = 2048

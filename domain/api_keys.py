@@ -7,7 +7,6 @@ anything a key could be rebuilt from.
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from base64 import b32encode
 from datetime import datetime
@@ -15,7 +14,7 @@ from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.account_values import check_name
+from domain.account_values import check_name, secret_digest
 from domain.errors import InvalidCommand, InvalidValue
 from domain.roles import Role, check_role
 
@@ -35,10 +34,6 @@ def looks_like_key(credential: str) -> bool:
     return credential.startswith(KEY_PREFIX)
 
 
-def key_digest(key: str) -> str:
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
-
-
 class ApiKey(Aggregate):
     """One API key: whose it is, the most it may do, where, and until when."""
 
@@ -56,7 +51,7 @@ class ApiKey(Aggregate):
 
     @staticmethod
     def id_for(key: str) -> UUID:
-        return uuid5(API_KEY_NAMESPACE, key_digest(key))
+        return uuid5(API_KEY_NAMESPACE, secret_digest(key))
 
     @staticmethod
     def create_id(key_digest: str) -> UUID:
@@ -101,7 +96,7 @@ class ApiKey(Aggregate):
             if expires_at <= now:
                 raise InvalidValue("expires_at must be in the future")
         return cls(
-            key_digest(key),
+            secret_digest(key),
             user_id,
             check_name(name, "API key name"),
             key[:SHOWN_PREFIX_CHARS],

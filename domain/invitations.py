@@ -7,7 +7,6 @@ and expires.
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from datetime import datetime
 from uuid import UUID, uuid5
@@ -15,7 +14,7 @@ from uuid import UUID, uuid5
 from eventsourcing.domain import Aggregate, event
 
 from domain.account_errors import InvitationInvalid
-from domain.account_values import normalize_email
+from domain.account_values import normalize_email, secret_digest
 from domain.roles import Role, check_role
 
 TOKEN_PREFIX = "tdi_"
@@ -25,10 +24,6 @@ INVITATION_NAMESPACE = UUID("7a41c3d2-2b8e-4c59-9f06-1e5d8b3a6c70")
 
 def new_token() -> str:
     return TOKEN_PREFIX + secrets.token_urlsafe(32)
-
-
-def token_digest(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 class Invitation(Aggregate):
@@ -48,7 +43,7 @@ class Invitation(Aggregate):
 
     @staticmethod
     def id_for(token: str) -> UUID:
-        return uuid5(INVITATION_NAMESPACE, token_digest(token))
+        return uuid5(INVITATION_NAMESPACE, secret_digest(token))
 
     @staticmethod
     def create_id(token_digest: str) -> UUID:
@@ -85,7 +80,7 @@ class Invitation(Aggregate):
         expires_at: datetime,
     ) -> Invitation:
         return cls(
-            token_digest(token),
+            secret_digest(token),
             organization_id,
             team_id,
             normalize_email(email),
