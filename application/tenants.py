@@ -139,11 +139,16 @@ class Tenants(AccountStore):
         """The teams the actor has a role in, with that role and their member counts."""
         actor = actor_of(who)
         return [
-            TeamInfo(team_id, name, o.id, 0, role, len(o.team_roles(team_id)))
+            _team_info(o, team_id, role)
             for o in self._organizations(actor.user_id)
-            for team_id, name in o.teams.items()
+            for team_id in o.teams
             if (role := self._team_role(actor, o, team_id)) is not None
         ]
+
+    def team_info(self, who: UUID | Actor, team_id: UUID) -> TeamInfo:
+        """The team with the actor's role and its member count; NotFound if it has none."""
+        organization, role = self.team_of(who, team_id)
+        return _team_info(organization, team_id, role)
 
     def team_of(self, who: UUID | Actor, team_id: UUID) -> tuple[Organization, Role]:
         """The team's organization and the actor's role in it; NotFound if it has none."""
@@ -331,6 +336,11 @@ class Tenants(AccountStore):
         """The organization and the actor's role, if that role may take `action` there."""
         organization, role = self._membership(actor, organization_id)
         return organization, require(role, action)
+
+
+def _team_info(organization: Organization, team_id: UUID, role: Role) -> TeamInfo:
+    name, members = organization.teams[team_id], len(organization.team_roles(team_id))
+    return TeamInfo(team_id, name, organization.id, 0, role, members)
 
 
 def check_may_grant(actor_role: Role, role: Role) -> None:

@@ -51,12 +51,7 @@ class TeamController(Controller):
 
     @get("/{team_id:uuid}")
     async def get_team(self, team_id: FromPath[UUID], request: Caller, api: ApiDep) -> TeamOut:
-        teams = await api.bridge(api.accounts.teams_of, request.user)
-        for team in teams:
-            if team.team_id == team_id:
-                return await _team_out(api, team)
-        await api.bridge(api.accounts.team_of, request.user, team_id)  # raises TeamNotFound
-        raise AssertionError("unreachable")
+        return await _team_out(api, await api.bridge(api.accounts.team_info, request.user, team_id))
 
     @delete("/{team_id:uuid}", status_code=HTTP_204_NO_CONTENT)
     async def delete_team(self, team_id: FromPath[UUID], request: Caller, api: ApiDep) -> None:
