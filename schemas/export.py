@@ -7,26 +7,36 @@ from pathlib import Path
 
 import msgspec
 
-from schemas.sse import json_schema
+from schemas import sse, ws
 
 SSE_SCHEMA = Path(__file__).parent / "sse.schema.json"
+WS_SCHEMA = Path(__file__).parent / "ws.schema.json"
 
 
 def sse_schema_text() -> str:
     """The SSE contract's JSON Schema, as the file holds it."""
-    return msgspec.json.format(msgspec.json.encode(json_schema()), indent=2).decode() + "\n"
+    return _text(sse.json_schema())
+
+
+def ws_schema_text() -> str:
+    """The WebSocket messages' JSON Schema (both directions), as the file holds it."""
+    return _text(ws.json_schema())
+
+
+def _text(schema: object) -> str:
+    return msgspec.json.format(msgspec.json.encode(schema), indent=2).decode() + "\n"
 
 
 def main(argv: list[str]) -> int:
-    text = sse_schema_text()
+    files = {SSE_SCHEMA: sse_schema_text(), WS_SCHEMA: ws_schema_text()}
     if "--check" in argv:
-        current = SSE_SCHEMA.read_text() if SSE_SCHEMA.exists() else ""
-        if current != text:
-            print(f"{SSE_SCHEMA} is out of date: run `python -m schemas.export`")
-            return 1
-        return 0
-    SSE_SCHEMA.write_text(text)
-    print(f"wrote {SSE_SCHEMA}")
+        stale = [p for p, text in files.items() if (p.read_text() if p.exists() else "") != text]
+        for path in stale:
+            print(f"{path} is out of date: run `python -m schemas.export`")
+        return 1 if stale else 0
+    for path, text in files.items():
+        path.write_text(text)
+        print(f"wrote {path}")
     return 0
 
 

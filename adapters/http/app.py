@@ -50,6 +50,7 @@ from adapters.http.tools import ToolController
 from adapters.http.uploads import SessionUploads, UploadController
 from adapters.http.usage import Billing, UsageController
 from adapters.http.workspace_files import FileListing, workspace_files_router
+from adapters.http.ws import push_socket
 from adapters.nats.session_feed import SessionFeed
 from adapters.nats.signing_peers import keep_answering
 from adapters.postgres.api_key_uses import FLUSH_EVERY, ApiKeyUses
@@ -77,6 +78,7 @@ HANDLERS: list[ControllerRouterHandler] = [
     InvitationController, ApiKeyController, SessionController, StreamController,
     ChatController, HitlController, ToolController, UploadController, UsageController,
     BudgetsController, ArtifactController, DeckController, SkillController, metrics_endpoint,
+    push_socket,
 ]  # fmt: skip
 
 

@@ -9,6 +9,7 @@ from litestar.middleware import AbstractAuthenticationMiddleware, Authentication
 from adapters.http.deps import Access
 from adapters.http.errors import ApiError
 from adapters.postgres.api_key_uses import ApiKeyUses
+from application.tokens import Principal
 
 PUBLIC = [
     "^/health$",
@@ -16,6 +17,7 @@ PUBLIC = [
     "^/metrics$",
     "^/schema",
     "^/api/v1/auth/(register|login|refresh)$",
+    "^/api/v1/ws$",  # authenticates itself: a query parameter or its first message
 ]
 
 
@@ -37,12 +39,19 @@ class BearerTokenAuthentication(AbstractAuthenticationMiddleware):
             )
             if not token:
                 raise ApiError(401, "a bearer access token is required", "UNAUTHORIZED")
-        access: Access = connection.app.state.access
-        principal = await access.authenticate(token.strip())
-        if principal.api_key_id is not None:
-            uses: ApiKeyUses = connection.app.state.key_uses
-            uses.note(principal.api_key_id)
+        principal = await authenticate(connection.app.state, token.strip())
         return AuthenticationResult(user=principal, auth=token)
+
+
+async def authenticate(state: State, token: str) -> Principal:
+    """Who the access token or API key speaks for (`AuthError` when nobody); a key's use
+    is counted. The push socket (`ws`) authenticates with it too."""
+    access: Access = state.access
+    principal = await access.authenticate(token)
+    if principal.api_key_id is not None:
+        uses: ApiKeyUses = state.key_uses
+        uses.note(principal.api_key_id)
+    return principal
 
 
 def _is_stream(connection: ASGIConnection[object, object, object, State]) -> bool:

@@ -35,6 +35,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from adapters.nats.live import from_wire, live_subject
+from adapters.nats.push_hub import PushHub
 from adapters.nats.session_hub import Inbox, Overflowed, SessionHub
 from adapters.nats.stream import BadMessage, to_notification
 from application.bridge import SyncBridge
@@ -89,11 +90,16 @@ class SessionFeed:
         self.hub: SessionHub[Arrival] = SessionHub(
             connection=self.connection, subject=self._subject, parse=self._decode
         )
+        # Every session's stored events in one subscription, for the push sockets (`ws`).
+        self.push: PushHub[Stored] = PushHub(
+            connection=self.connection, stream=stream, parse=self.decode_stored
+        )
 
     def close(self) -> None:
         """End every open reader now, and any opened later at once (shutting down)."""
         self.closed = True
         self.hub.close()
+        self.push.close()
 
     @property
     def subscriptions(self) -> int:
@@ -131,6 +137,10 @@ class SessionFeed:
                 return None
         if msg.subject != f"{self.stream.lower()}.events.{session}":
             return None
+        return self.decode_stored(msg)
+
+    def decode_stored(self, msg: Msg) -> Stored | None:
+        """A stored event the relay published (None: not one)."""
         try:
             notification = to_notification(msg)
         except BadMessage:

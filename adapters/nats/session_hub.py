@@ -132,7 +132,7 @@ class SessionHub(Generic[T]):
         channel.dropped = True
         sub, channel.sub, channel.nc = channel.sub, None, None
         if sub is not None:
-            await _unsubscribe(sub)
+            await unsubscribe(sub)
 
     def is_live(self, session_id: UUID) -> bool:
         """Subscribed on the client that is connected now."""
@@ -164,18 +164,18 @@ class SessionHub(Generic[T]):
     async def _resubscribe(channel: _Channel[T], nc: NATS) -> None:
         old, channel.sub, channel.nc = channel.sub, None, None
         if old is not None:
-            await _unsubscribe(old)
+            await unsubscribe(old)
         try:
             sub = await nc.subscribe(channel.subject, cb=channel.deliver)
         except NatsError:
             return  # NATS went away again: the readers read the store and try later
         if channel.dropped:
-            await _unsubscribe(sub)
+            await unsubscribe(sub)
         else:
             channel.sub, channel.nc = sub, nc
 
 
-async def _unsubscribe(sub: Subscription) -> None:
+async def unsubscribe(sub: Subscription) -> None:
     """Unsubscribe; the client forgets it at once, before telling the server."""
     with contextlib.suppress(NatsError):
         await sub.unsubscribe()
