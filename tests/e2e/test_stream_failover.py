@@ -9,17 +9,15 @@ its ids still run 1..N with no gap and no repeat.
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
 import httpx
 import pytest
 
-from adapters.embedded import EmbeddedNats
 from adapters.settings import Settings
 from tests.e2e.client import Server, is_event, read_sse, sign_up, wait_until
-from tests.e2e.conftest import UNLIMITED, script_path
 from tests.e2e.follower import Follower
+from tests.e2e.own_nats import server_on_own_nats
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -27,15 +25,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 def test_streams_go_on_through_a_nats_outage_and_live_again_after_it(
     database_url: str, settings: Settings, data_root: Path
 ) -> None:
-    nats_root = data_root / f"outage-nats-{uuid.uuid4().hex[:8]}"
-    nats = EmbeddedNats(nats_root)
-    nats_url = nats.start()
-    server = Server(
-        database_url, nats_url, settings.nats_stream, data_root / f"e2e-{uuid.uuid4().hex[:6]}",
-        script=script_path("outage"), extra_env=UNLIMITED,
-    )  # fmt: skip
-    try:
-        server.start()
+    with server_on_own_nats(database_url, settings, data_root, "outage") as (server, nats):
         account = sign_up(server.client(), "outage@example.com")
         token = str(account["access_token"])
         http = server.client(token)
@@ -55,8 +45,7 @@ def test_streams_go_on_through_a_nats_outage_and_live_again_after_it(
         session.wait_for_ids(final)
         assert session.ids == list(range(1, final + 1)), session.ids
 
-        nats = EmbeddedNats(nats_root, port=nats.port)
-        nats.start()
+        nats.restart()
         wait_until(lambda: nats_ready(http), timeout=30)
         seen = len(session.events)
         again = read_sse(
@@ -69,9 +58,6 @@ def test_streams_go_on_through_a_nats_outage_and_live_again_after_it(
         assert session.ids == list(range(1, final + 1)), session.ids
         live = [e for e in session.events[seen:] if e.event == "content" and e.id is None]
         assert live, "once NATS is back the session stream carries live chunks again"
-    finally:
-        server.stop()
-        nats.stop()
 
 
 def nats_ready(http: httpx.Client) -> bool:
