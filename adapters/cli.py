@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from uuid import UUID
 
@@ -14,6 +15,10 @@ DESCRIPTION = "TokenDance: an event-sourced backend for autonomous AI agents."
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
+    if args.command == "openapi":  # no settings, no servers
+        from adapters.http.openapi_document import write_openapi
+
+        sys.exit(write_openapi(check=args.check))
     from adapters.cli_commands import run_command  # the servers and the wiring: seconds
 
     run_command(args)
@@ -80,6 +85,12 @@ def _parser() -> argparse.ArgumentParser:
         "graphs", help="give each large namespace its own vector graph now (and drop unused)"
     )
     graphs.set_defaults(command="graphs")
+
+    openapi = commands.add_parser(
+        "openapi", help="write the OpenAPI document to schemas/openapi.json (no server needed)"
+    )
+    openapi.add_argument("--check", action="store_true", help="only say whether it is current")
+    openapi.set_defaults(command="openapi")
 
     add_team_arguments(commands)
     return parser

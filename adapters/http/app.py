@@ -38,7 +38,7 @@ from adapters.http.limits import RateLimitMiddleware, RateLimits
 from adapters.http.login_limits import LoginLimits
 from adapters.http.memories import MemoryApi, MemoryController
 from adapters.http.metrics import Metrics, MetricsMiddleware, metrics_endpoint
-from adapters.http.openapi import complete, docs_assets, openapi_config
+from adapters.http.openapi import complete, docs_routes, openapi_config
 from adapters.http.ops import OpsController, Probes
 from adapters.http.profile import ProfileController
 from adapters.http.read_your_writes import ViewWaiter
@@ -80,6 +80,17 @@ HANDLERS: list[ControllerRouterHandler] = [
     BudgetsController, ArtifactController, DeckController, SkillController, metrics_endpoint,
     push_socket,
 ]  # fmt: skip
+
+
+def routes(max_file_bytes: int) -> list[ControllerRouterHandler]:
+    """Every route: the app's, and the OpenAPI document's (`openapi_document.py`)."""
+    return [
+        *HANDLERS,
+        *docs_routes(),
+        workspace_files_router(max_file_bytes),
+        MemoryController,
+        EpisodicSearchController,
+    ]
 
 
 def create_app(
@@ -157,13 +168,7 @@ def create_app(
             await services.stop()
 
     app = Litestar(
-        route_handlers=[
-            *HANDLERS,
-            docs_assets(),
-            workspace_files_router(container.files.max_bytes),
-            MemoryController,
-            EpisodicSearchController,
-        ],
+        route_handlers=routes(container.files.max_bytes),
         dependencies={"api": Provide(_constant(api), sync_to_thread=False)},  # the only one
         # Outermost first: metrics see every answer; limits and idempotency know the user.
         middleware=[

@@ -16,6 +16,7 @@ PUBLIC = [
     "^/readiness$",
     "^/metrics$",
     "^/schema",
+    "^/api/v1/docs$",
     "^/api/v1/auth/(register|login|refresh)$",
     "^/api/v1/ws$",  # authenticates itself: a query parameter or its first message
 ]

@@ -55,6 +55,7 @@ class BudgetsController(Controller):
         request: Caller,
         api: ApiDep,
     ) -> None:
+        """Remove a monthly budget (owners and admins for org, team and workspace ones)."""
         scope = _scope(budget_scope)
         await api.bridge(api.accounts.remove_budget, request.user, scope, scope_id)
 

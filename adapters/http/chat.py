@@ -104,6 +104,7 @@ class ChatController(Controller):
         request: Caller,
         api: ApiDep,
     ) -> StopOut:
+        """Stop the session's run: its running model call and tools end; what it wrote stays."""
         await api.access.session_workspace(request.user, session_id, write=True)
         receipt = await api.scheduler.stop(session_id)
         return StopOut(session_id=session_id, status="stopped", version=receipt.version)
@@ -115,6 +116,7 @@ class ChatController(Controller):
         request: Caller,
         api: ApiDep,
     ) -> WorkingMemoryOut:
+        """The session's working memory: its task plan, findings and progress."""
         await api.access.session_workspace(request.user, session_id)
         # Read-your-writes: the view, once it has what the log held when asked (a plan
         # or a note just streamed); if it is further behind than a query waits, the log.

@@ -1,12 +1,15 @@
 """The OpenAPI document and its docs page.
 
+- Descriptions are the handlers' docstrings; operation ids are short verbs
+  (`openapi_ids.py`); security, headers, error bodies and non-JSON answers are filled
+  in per operation (`openapi_operations.py`).
 - SSE endpoints answer `text/event-stream` whose events are the SSE contract's
   payloads (`schemas.sse`): their JSON Schema goes into the components as `Sse*`.
-- Every API operation documents the error body `{detail, error_code, timestamp}` for
-  the statuses a client can meet.
-- The docs page (Swagger UI, at `/schema` and `/schema/swagger`) loads its assets from
-  the app: they ship in the `swagger-ui-py` package (Swagger UI 5, which reads
-  OpenAPI 3.1), served under `/schema/assets`. Nothing comes from a CDN.
+- The docs page (Swagger UI, at `/api/v1/docs`, `/schema` and `/schema/swagger`) loads
+  its assets from the app: they ship in the `swagger-ui-py` package (Swagger UI 5,
+  which reads OpenAPI 3.1), served under `/schema/assets`. Nothing comes from a CDN.
+- `tokendance openapi` writes the document to `schemas/openapi.json` without a server
+  (`openapi_document.py`); the web client generates its types from that file.
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ from importlib.resources import files
 from pathlib import Path
 
 import msgspec
+from litestar import MediaType, Request, get
+from litestar.datastructures import State
+from litestar.handlers import HTTPRouteHandler
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.openapi.spec import (
@@ -26,28 +32,23 @@ from litestar.openapi.spec import (
     Operation,
     Reference,
     Schema,
-    SecurityScheme,
 )
 from litestar.router import Router
 from litestar.static_files import create_static_files_router
 
+from adapters.http.openapi_ids import operation_id
+from adapters.http.openapi_operations import ERROR_BODY, SECURITY_SCHEMES, TOKEN, document
 from schemas.api import Error
 from schemas.sse import SsePayload
 
 DOCS = "/schema"
+DOCS_PAGE = "/api/v1/docs"  # where seed 001 has it
 ASSETS = f"{DOCS}/assets"
 SSE_ROOT = "SsePayload"
-ERROR_BODY = "ErrorBody"
-ERRORS = {
-    400: "Bad input (a body, parameter or header that does not validate)",
-    401: "No valid bearer access token",
-    403: "The caller's role does not allow this",
-    404: "Not found (another tenant's things answer 404 too)",
-    409: "Conflicts with the session's state (a concurrent change, a closed session, ...)",
-    413: "The body or a message is too large",
-    422: "Well-formed but not processable",
-    429: "A rate limit was met (see `Retry-After`)",
-}
+DESCRIPTION = (
+    "TokenDance's HTTP API: sessions, chat over Server-Sent Events, artifacts, workspaces. "
+    "Errors answer `{detail, error_code, timestamp}`. SSE payloads are the `Sse*` schemas."
+)
 
 
 @dataclass
@@ -76,51 +77,65 @@ class SseOperation(Operation):
         }
 
 
-def openapi_config() -> OpenAPIConfig:
+def _swagger() -> SwaggerRenderPlugin:
     favicon = f"<link rel='icon' type='image/png' href='{ASSETS}/favicon-32x32.png'>"
-    swagger = SwaggerRenderPlugin(
+    return SwaggerRenderPlugin(
         js_url=f"{ASSETS}/swagger-ui-bundle.js",
         css_url=f"{ASSETS}/swagger-ui.css",
         standalone_preset_js_url=f"{ASSETS}/swagger-ui-standalone-preset.js",
         path=["/", "/swagger"],
         favicon=favicon,
     )
+
+
+SWAGGER = _swagger()
+
+
+def openapi_config() -> OpenAPIConfig:
     return OpenAPIConfig(
         title="TokenDance",
         version="1.0.0",
+        description=DESCRIPTION,
         path=DOCS,
-        render_plugins=[swagger],
-        components=Components(
-            security_schemes={"BearerToken": SecurityScheme(type="http", scheme="bearer")}
-        ),
-        security=[{"BearerToken": []}],
+        render_plugins=[SWAGGER],
+        use_handler_docstrings=True,
+        operation_id_creator=operation_id,
+        components=Components(security_schemes=dict(SECURITY_SCHEMES)),
+        security=list(TOKEN),
     )
 
 
-def docs_assets() -> Router:
-    """Swagger UI's files, from the installed package."""
+@get(DOCS_PAGE, include_in_schema=False, media_type=MediaType.HTML, sync_to_thread=False)
+def docs_page(request: Request[object, object, State]) -> bytes:
+    """Swagger UI at the seed's address, the same page as `/schema`."""
+    return SWAGGER.render(request, request.app.openapi_schema.to_schema())
+
+
+def docs_routes() -> list[Router | HTTPRouteHandler]:
+    """The docs page and Swagger UI's files, from the installed package."""
     static = Path(str(files("swagger_ui") / "static"))
-    return create_static_files_router(ASSETS, [static], include_in_schema=False, name="docs")
+    assets = create_static_files_router(ASSETS, [static], include_in_schema=False, name="docs")
+    return [assets, docs_page]
 
 
 def complete(openapi: OpenAPI) -> None:
-    """Add the SSE contract's schemas and the documented error responses."""
+    """Add the SSE contract's and the error body's schemas, and complete each operation."""
     schemas = openapi.components.schemas
     schemas.update(_sse_components())
     _, parts = msgspec.json.schema_components((Error,))
     schemas[ERROR_BODY] = RawSchema(raw=parts["Error"])
-    error_ref = Reference(f"#/components/schemas/{ERROR_BODY}")
     for path, item in (openapi.paths or {}).items():
-        if not path.startswith("/api/"):
-            continue
-        for operation in (item.get, item.post, item.put, item.patch, item.delete):
-            if operation is None:
-                continue
-            responses = dict(operation.responses or {})
-            for status, description in ERRORS.items():
-                body = {"application/json": OpenAPIMediaType(schema=error_ref)}
-                responses[str(status)] = OpenAPIResponse(description, content=body)
-            operation.responses = responses
+        for method in ("get", "put", "post", "delete", "patch"):
+            operation = getattr(item, method)
+            if isinstance(operation, Operation):
+                operation.summary = _summary(operation.operation_id or "")
+                document(path, method, operation)
+
+
+def _summary(op_id: str) -> str:
+    """`createSession` -> `Create session`."""
+    words = "".join(f" {c.lower()}" if c.isupper() else c for c in op_id)
+    return words[:1].upper() + words[1:]
 
 
 def _sse_components() -> dict[str, Schema]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresTrackingRecorder
 from litestar import Controller, Response, get
+from litestar.openapi.datastructures import ResponseSpec
 
 from adapters.http.deps import ApiDep
 from adapters.http.read_your_writes import ViewWaiter
@@ -57,7 +58,14 @@ class OpsController(Controller):
         """The process is up; relay and projection positions and lags."""
         return await health_report(api.probes)
 
-    @get("/readiness")
+    @get(
+        "/readiness",
+        responses={
+            503: ResponseSpec(
+                dict[str, object], description="Not ready: what is not", generate_examples=False
+            )
+        },
+    )
     async def readiness(self, api: ApiDep) -> Response[dict[str, object]]:
         """200 when Postgres and NATS answer and the read models keep up; 503 otherwise."""
         probes = api.probes

@@ -94,6 +94,7 @@ class HitlController(Controller):
         request: Caller,
         api: ApiDep,
     ) -> HitlRequestOut:
+        """A question or approval the agent asked, and its answer if it has one."""
         return _request_out(await _visible(api, request, request_id))
 
     @post("/{request_id:str}/confirm", status_code=200)
@@ -104,6 +105,7 @@ class HitlController(Controller):
         request: Caller,
         api: ApiDep,
     ) -> ConfirmOut:
+        """Answer a pending question or approval by its request id."""
         row = await _visible(api, request, request_id, write=True)
         await api.access.approver(request.user, row.session_id)
         answer = await api.scheduler.answer(

@@ -10,6 +10,7 @@ from datetime import datetime
 from uuid import UUID
 
 from litestar import Controller, Response, delete, get, patch, post
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, JSONBody
 from litestar.status_codes import HTTP_201_CREATED, HTTP_202_ACCEPTED, HTTP_204_NO_CONTENT
 
@@ -51,6 +52,7 @@ class TeamController(Controller):
 
     @get("/{team_id:uuid}")
     async def get_team(self, team_id: FromPath[UUID], request: Caller, api: ApiDep) -> TeamOut:
+        """The team, with the caller's role and its member count."""
         return await _team_out(api, await api.bridge(api.accounts.team_info, request.user, team_id))
 
     @delete("/{team_id:uuid}", status_code=HTTP_204_NO_CONTENT)
@@ -72,7 +74,20 @@ class TeamController(Controller):
                        joined_at=r.joined_at) for r in rows]
         )  # fmt: skip
 
-    @post("/{team_id:uuid}/members", status_code=HTTP_201_CREATED)
+    @post(
+        "/{team_id:uuid}/members",
+        status_code=HTTP_201_CREATED,
+        responses={
+            HTTP_201_CREATED: ResponseSpec(
+                MemberOut, description="A registered user: now a member", generate_examples=False
+            ),
+            HTTP_202_ACCEPTED: ResponseSpec(
+                InvitationOut,
+                description="Invited: the invitation, with its token shown once",
+                generate_examples=False,
+            ),
+        },
+    )
     async def add_member(
         self, team_id: FromPath[UUID], data: JSONBody[MemberBody], request: Caller, api: ApiDep
     ) -> Response[MemberOut] | Response[InvitationOut]:
@@ -103,6 +118,7 @@ class TeamController(Controller):
         request: Caller,
         api: ApiDep,
     ) -> MemberOut:
+        """Give a member another role in the team (owners and admins)."""
         done = await api.bridge(
             api.accounts.change_team_member_role, request.user, team_id, user_id, data.role
         )

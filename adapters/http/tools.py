@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 from litestar import Controller, Response, get, post
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
@@ -20,6 +21,7 @@ class ToolController(Controller):
 
     @get("/")
     async def list_tools(self, api: ApiDep) -> list[ToolOut]:
+        """Every tool the agent has, and whether running it needs an approval."""
         registry = api.tools
         return [
             ToolOut(s.name, s.description, registry.get(s.name).risky) for s in registry.specs()
@@ -27,11 +29,22 @@ class ToolController(Controller):
 
     @get("/{name:str}/schema")
     async def schema(self, name: FromPath[str], api: ApiDep) -> ToolSchemaOut:
+        """A tool's JSON Schema for its `args`."""
         tool = _tool(api.tools, name)
         spec = tool.spec()
         return ToolSchemaOut(spec.name, spec.description, spec.input_schema, tool.risky)
 
-    @post("/{name:str}/execute")
+    @post(
+        "/{name:str}/execute",
+        status_code=HTTP_200_OK,
+        responses={
+            HTTP_202_ACCEPTED: ResponseSpec(
+                ToolExecuteOut,
+                description="Waiting for an approval: `action_id` names it",
+                generate_examples=False,
+            )
+        },
+    )
     async def execute(
         self,
         name: FromPath[str],

@@ -18,6 +18,7 @@ from uuid import UUID
 import msgspec
 from litestar import Controller, Response, get
 from litestar.exceptions import ValidationException
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, FromQuery, QueryParameter
 
 from adapters.http.deps import Api, ApiDep, Caller
@@ -60,7 +61,17 @@ class UsageController(Controller):
     path = "/api/v1"
     tags = ["usage"]
 
-    @get("/usage", media_type="application/json")
+    @get(
+        "/usage",
+        media_type="application/json",
+        responses={
+            200: ResponseSpec(
+                wire.UsageReport,
+                description="The report (as CSV with `Accept: text/csv`)",
+                generate_examples=False,
+            )
+        },
+    )
     async def usage(
         self,
         request: Caller,
