@@ -38,6 +38,12 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
     ),
     "TOKENDANCE_MODEL": ("claude-sonnet-5-5", "Anthropic model for agent turns"),
     "TOKENDANCE_MAX_TOKENS": ("8192", "output token limit of one model turn"),
+    "TOKENDANCE_THINKING_BUDGET": (
+        "0",
+        "extended thinking per model turn, in tokens: 0 (off), or 1024 or more and below "
+        "`TOKENDANCE_MAX_TOKENS`; a session's or its workspace's `thinking_budget` setting "
+        "wins; sent only to models that think (Claude 3.7 and later)",
+    ),
     "TOKENDANCE_CONTEXT_WINDOW": (
         "200000",
         "the model's context window; the context is compacted at 70% of it",

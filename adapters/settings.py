@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from adapters.env_vars import DOCUMENTED
 from adapters.origins import parse_origins
 from domain.conversation import CacheTtl
+from domain.errors import InvalidValue
+from domain.values import check_thinking_budget
 from sandbox.proxy import valid_pattern
 
 
@@ -39,6 +41,7 @@ class Settings:
     llm: str | None = None
     model: str = _default("TOKENDANCE_MODEL")
     max_tokens: int = int(_default("TOKENDANCE_MAX_TOKENS"))
+    thinking_budget: int = int(_default("TOKENDANCE_THINKING_BUDGET"))
     context_window: int = int(_default("TOKENDANCE_CONTEXT_WINDOW"))
     max_iterations: int = int(_default("TOKENDANCE_MAX_ITERATIONS"))
     jwt_secret: str | None = None
@@ -101,6 +104,7 @@ class Settings:
             llm=env.get("TOKENDANCE_LLM") or None,
             model=get("TOKENDANCE_MODEL"),
             max_tokens=_int(get("TOKENDANCE_MAX_TOKENS"), "TOKENDANCE_MAX_TOKENS"),
+            thinking_budget=_thinking_budget(get),
             context_window=_int(get("TOKENDANCE_CONTEXT_WINDOW"), "TOKENDANCE_CONTEXT_WINDOW"),
             max_iterations=_int(get("TOKENDANCE_MAX_ITERATIONS"), "TOKENDANCE_MAX_ITERATIONS"),
             jwt_secret=env.get("TOKENDANCE_JWT_SECRET") or None,
@@ -223,6 +227,15 @@ def _choice(value: str, name: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise SystemExit(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
     return value
+
+
+def _thinking_budget(get: Callable[[str], str]) -> int:
+    budget = _int(get("TOKENDANCE_THINKING_BUDGET"), "TOKENDANCE_THINKING_BUDGET")
+    try:
+        check_thinking_budget(budget, _int(get("TOKENDANCE_MAX_TOKENS"), "TOKENDANCE_MAX_TOKENS"))
+    except InvalidValue as e:
+        raise SystemExit(f"TOKENDANCE_THINKING_BUDGET: {e}") from None
+    return budget
 
 
 def _int(value: str, name: str) -> int:

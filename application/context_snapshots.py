@@ -20,6 +20,7 @@ from domain.context import Added, FoldedContext, Turn
 from domain.conversation import (
     ContentBlock,
     ModelCitation,
+    RedactedThinkingBlock,
     Role,
     SearchResultBlock,
     TextBlock,
@@ -48,6 +49,10 @@ class _Thinking(msgspec.Struct, tag="thinking", array_like=True):
     signature: str
 
 
+class _Redacted(msgspec.Struct, tag="redacted_thinking", array_like=True):
+    data: str
+
+
 class _ToolUse(msgspec.Struct, tag="tool_use", array_like=True):
     id: str
     name: str
@@ -61,7 +66,7 @@ class _ToolResult(msgspec.Struct, tag="tool_result", array_like=True):
     results: list[_Triple]
 
 
-_Block = _Text | _Thinking | _ToolUse | _ToolResult
+_Block = _Text | _Thinking | _Redacted | _ToolUse | _ToolResult
 
 
 class _Event(msgspec.Struct, array_like=True):
@@ -216,6 +221,8 @@ def _block(b: ContentBlock) -> _Block:
             return _Text(text, [(c.source, c.title, c.cited_text) for c in citations])
         case ThinkingBlock(thinking=thinking, signature=signature):
             return _Thinking(thinking, signature)
+        case RedactedThinkingBlock(data=data):
+            return _Redacted(data)
         case ToolUseBlock(id=id_, name=name, input=input_):
             return _ToolUse(id_, name, input_)
         case ToolResultBlock(tool_use_id=use, content=content, is_error=err, results=results):
@@ -232,6 +239,8 @@ def _content(raw: _Block) -> ContentBlock:
             return TextBlock(text, tuple(ModelCitation(*c) for c in citations))
         case _Thinking(thinking=thinking, signature=signature):
             return ThinkingBlock(thinking, signature)
+        case _Redacted(data=data):
+            return RedactedThinkingBlock(data)
         case _ToolUse(id=id_, name=name, input=input_):
             return ToolUseBlock(id_, name, input_)
         case _ToolResult(tool_use_id=use, content=content, is_error=err, results=results):

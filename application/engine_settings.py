@@ -38,7 +38,7 @@ class EngineSettings:
     context_window: int = 200_000
     max_iterations: int = 30
     reboot_after: int = 8
-    thinking_budget: int = 0
+    thinking_budget: int = 0  # extended thinking per turn, in tokens (0: off); a session's wins
     system_prompt: str = SYSTEM_PROMPT
     cache_ttl: CacheTtl = "5m"
     snapshot_every: int = 100  # events between snapshots of a run's folded log
@@ -62,6 +62,8 @@ def frame_of(
         tools=specs,
         model=str(model) if model else None,
         max_tokens=engine.max_tokens,
-        thinking_budget=engine.thinking_budget,
+        thinking_budget=(
+            engine.thinking_budget if session.thinking_budget is None else session.thinking_budget
+        ),
         cache_ttl=engine.cache_ttl,
     )

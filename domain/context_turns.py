@@ -10,6 +10,7 @@ from typing import assert_never
 
 from domain.conversation import (
     ContentBlock,
+    RedactedThinkingBlock,
     Role,
     TextBlock,
     ThinkingBlock,
@@ -109,6 +110,8 @@ def content_block(raw: StoredBlock) -> ContentBlock:
         return TextBlock(raw["text"], model_citations(raw))
     if raw["type"] == "thinking":
         return ThinkingBlock(raw["thinking"], raw.get("signature", ""))
+    if raw["type"] == "redacted_thinking":
+        return RedactedThinkingBlock(raw["data"])
     return ToolUseBlock(raw["id"], raw["name"], raw["input"])
 
 

@@ -1,7 +1,8 @@
 """The model's side of a session in our own types: requests, turns, deltas, usage.
 
 The context builder turns events into a `ModelRequest`; an `LLM` adapter turns a
-request into a stream of `TextDelta` / `ThinkingDelta` and one final `ModelTurn`.
+request into a stream of `TextDelta` / `ThinkingStarted` / `ThinkingDelta` and one final
+`ModelTurn`.
 No vendor type crosses this line.
 """
 
@@ -70,6 +71,14 @@ class ThinkingBlock:
 
 
 @dataclass(frozen=True)
+class RedactedThinkingBlock:
+    """Thinking the vendor encrypted (`data`): opaque, never shown, sent back unchanged."""
+
+    data: str
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+
+
+@dataclass(frozen=True)
 class ToolUseBlock:
     id: str
     name: str
@@ -97,7 +106,9 @@ class ToolResultBlock:
     type: Literal["tool_result"] = "tool_result"
 
 
-ContentBlock = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock
+ContentBlock = TextBlock | ThinkingBlock | RedactedThinkingBlock | ToolUseBlock | ToolResultBlock
+# What a model turn holds, in the order the model wrote it.
+TurnBlock = TextBlock | ThinkingBlock | RedactedThinkingBlock | ToolUseBlock
 
 
 @dataclass(frozen=True)
@@ -145,6 +156,13 @@ class TextDelta:
 
 
 @dataclass(frozen=True)
+class ThinkingStarted:
+    """The model has begun a thinking block (live only; its stored turn marks the end)."""
+
+    type: Literal["thinking_start"] = "thinking_start"
+
+
+@dataclass(frozen=True)
 class ThinkingDelta:
     """A piece of thinking while the model streams (live only, never stored)."""
 
@@ -174,7 +192,7 @@ class ToolProgress:
 class ModelTurn:
     """The finished assistant turn: what gets recorded as `AssistantTurnRecorded`."""
 
-    content: tuple[TextBlock | ThinkingBlock | ToolUseBlock, ...]
+    content: tuple[TurnBlock, ...]
     stop_reason: StopReason
     usage: Usage
     model: str
@@ -192,9 +210,9 @@ class ModelTurn:
         return tuple(b for b in self.content if isinstance(b, ToolUseBlock))
 
 
-StreamItem = TextDelta | ThinkingDelta | ModelTurn
+StreamItem = TextDelta | ThinkingStarted | ThinkingDelta | ModelTurn
 # What goes out live to a session's watchers, never stored.
-LiveItem = TextDelta | ThinkingDelta | ToolRunning | ToolProgress
+LiveItem = TextDelta | ThinkingStarted | ThinkingDelta | ToolRunning | ToolProgress
 
 
 # Role framing and block separators the counter cannot see, per message.
@@ -207,6 +225,8 @@ def _block_text(block: ContentBlock) -> str:
             return text
         case ThinkingBlock(thinking=thinking):
             return thinking
+        case RedactedThinkingBlock():
+            return ""  # opaque: its size in tokens is not known
         case ToolUseBlock(name=name, input=args):
             return f"{name} {json.dumps(args, sort_keys=True, ensure_ascii=False)}"
         case ToolResultBlock(content=content, results=()):

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from domain.conversation import TextBlock, ThinkingBlock, ToolUseBlock
+from domain.conversation import TextBlock, TurnBlock
 from domain.session import AgentSession as S
 from domain.values import CitedSource
 
@@ -57,7 +57,7 @@ def cited_numbers(text: str) -> list[int]:
 
 
 def resolve_citations(
-    content: Sequence[TextBlock | ThinkingBlock | ToolUseBlock],
+    content: Sequence[TurnBlock],
     sources: Mapping[int, NumberedSource],
 ) -> tuple[list[CitedSource], list[int]]:
     """What a turn's text cites, in order of first citation, and the `[n]` markers it

@@ -1,12 +1,19 @@
 """A recorded assistant turn's content, as its event stores it: plain JSON blocks (text
-with the model's own citations, thinking with its signature, tool uses), and reading
-them back."""
+with the model's own citations, thinking with its signature, redacted thinking as it
+came, tool uses), and reading them back."""
 
 from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
-from domain.conversation import ModelCitation, ModelTurn, TextBlock, ThinkingBlock, ToolUseBlock
+from domain.conversation import (
+    ModelCitation,
+    ModelTurn,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+)
 
 
 class CitationContent(TypedDict):
@@ -29,6 +36,13 @@ class ThinkingContent(TypedDict):
     signature: str
 
 
+class RedactedThinkingContent(TypedDict):
+    """Thinking the vendor encrypted: kept opaque, as it came."""
+
+    type: Literal["redacted_thinking"]
+    data: str
+
+
 class ToolUseContent(TypedDict):
     type: Literal["tool_use"]
     id: str
@@ -36,7 +50,7 @@ class ToolUseContent(TypedDict):
     input: dict[str, object]
 
 
-StoredBlock = TextContent | ThinkingContent | ToolUseContent
+StoredBlock = TextContent | ThinkingContent | RedactedThinkingContent | ToolUseContent
 
 
 def turn_blocks(turn: ModelTurn) -> list[StoredBlock]:
@@ -54,6 +68,8 @@ def turn_blocks(turn: ModelTurn) -> list[StoredBlock]:
                 blocks.append({"type": "text", "text": text, "citations": cited})
             case ThinkingBlock(thinking=thinking, signature=signature):
                 blocks.append({"type": "thinking", "thinking": thinking, "signature": signature})
+            case RedactedThinkingBlock(data=data):
+                blocks.append({"type": "redacted_thinking", "data": data})
             case ToolUseBlock(id=tool_use_id, name=name, input=args):
                 blocks.append({"type": "tool_use", "id": tool_use_id, "name": name, "input": args})
     return blocks
@@ -72,6 +88,11 @@ def blocks_text(blocks: list[StoredBlock]) -> str:
 
 def blocks_thinking(blocks: list[StoredBlock]) -> str:
     return "".join(b["thinking"] for b in blocks if b["type"] == "thinking")
+
+
+def blocks_have_thinking(blocks: list[StoredBlock]) -> bool:
+    """Whether the model thought in this turn (shown or redacted)."""
+    return any(b["type"] in ("thinking", "redacted_thinking") for b in blocks)
 
 
 def blocks_tool_uses(blocks: list[StoredBlock]) -> list[ToolUseContent]:

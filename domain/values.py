@@ -13,12 +13,13 @@ from typing import Literal, cast
 from uuid import UUID, uuid5
 
 from domain.conversation import CacheTtl
-from domain.errors import InvalidCommand, MessageTooLarge
+from domain.errors import InvalidCommand, InvalidValue, MessageTooLarge
 
 MAX_MESSAGE_BYTES = 1024 * 1024
 MAX_TITLE_CHARS = 500
 
 SessionStatus = Literal["created", "running", "waiting", "completed", "error", "stopped"]
+MIN_THINKING_BUDGET = 1024  # the least extended thinking the vendor accepts
 MANUAL_PREFIX = "manual_"  # tool calls a person made by hand, outside any model turn
 ToolResultStatus = Literal["success", "error", "cancelled", "interrupted"]
 RiskLevel = Literal["safe", "risky"]
@@ -99,6 +100,7 @@ class SessionSettings:
     max_iterations: int | None = None
     token_budget: int | None = None
     model: str | None = None
+    thinking_budget: int | None = None  # tokens of extended thinking a turn may use; 0: off
 
     @classmethod
     def of(cls, raw: object) -> SessionSettings:
@@ -117,6 +119,7 @@ class SessionSettings:
             max_iterations=_optional_int(raw.get("max_iterations")),
             token_budget=_optional_int(raw.get("token_budget")),
             model=None if raw.get("model") is None else str(raw["model"]),
+            thinking_budget=_thinking_budget(raw.get("thinking_budget")),
         )
 
     def to_json(self) -> dict[str, object]:
@@ -124,7 +127,7 @@ class SessionSettings:
         raw: dict[str, object] = {"confirmation": self.confirmation}
         if self.allowed_tools is not None:
             raw["allowed_tools"] = list(self.allowed_tools)
-        for key in ("max_iterations", "token_budget", "model"):
+        for key in ("max_iterations", "token_budget", "model", "thinking_budget"):
             value = getattr(self, key)
             if value is not None:
                 raw[key] = value
@@ -256,6 +259,28 @@ def _optional_int(value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidCommand("max_iterations and token_budget must be whole numbers")
     return value
+
+
+def _thinking_budget(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidValue("thinking_budget must be a whole number")
+    check_thinking_budget(value)
+    return value
+
+
+def check_thinking_budget(budget: int, max_tokens: int | None = None) -> None:
+    """0 (off), or at least the vendor's minimum and below a turn's output limit (thinking
+    is part of the turn's output)."""
+    if budget != 0 and budget < MIN_THINKING_BUDGET:
+        raise InvalidValue(
+            f"thinking_budget must be 0 (off) or at least {MIN_THINKING_BUDGET} tokens"
+        )
+    if budget and max_tokens is not None and budget >= max_tokens:
+        raise InvalidValue(
+            f"thinking_budget must be below the output limit of a turn ({max_tokens} tokens)"
+        )
 
 
 # -- rules on plain input ---------------------------------------------------------------

@@ -88,6 +88,9 @@ class SessionSettings(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=
     max_iterations: Annotated[int, Meta(ge=1, le=500)] | None = None
     token_budget: Annotated[int, Meta(ge=1)] | None = None
     model: Annotated[str, Meta(min_length=1, max_length=200)] | None = None
+    # Extended thinking per model turn, in tokens: 0 (off), or 1024 or more and below the
+    # server's output limit of a turn; None: the server's `TOKENDANCE_THINKING_BUDGET`.
+    thinking_budget: Annotated[int, Meta(ge=0, le=1_000_000)] | None = None
 
 
 class SessionCreate(msgspec.Struct, forbid_unknown_fields=True):

@@ -14,6 +14,10 @@ class TextChunk(LiveMessage, tag="text_delta", frozen=True):
     text: str
 
 
+class ThinkingBegan(LiveMessage, tag="thinking_start", frozen=True):
+    pass
+
+
 class ThinkingChunk(LiveMessage, tag="thinking_delta", frozen=True):
     text: str
 
@@ -28,7 +32,7 @@ class ToolProgressed(LiveMessage, tag="tool_progress", frozen=True):
     message: str
 
 
-Live = TextChunk | ThinkingChunk | ToolStarted | ToolProgressed
+Live = TextChunk | ThinkingBegan | ThinkingChunk | ToolStarted | ToolProgressed
 _decoder: msgspec.json.Decoder[Live] = msgspec.json.Decoder(Live)
 _encoder = msgspec.json.Encoder()
 

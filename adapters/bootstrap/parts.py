@@ -146,6 +146,7 @@ def build_engine_settings(settings: Settings) -> EngineSettings:
     return EngineSettings(
         model=settings.model,
         max_tokens=settings.max_tokens,
+        thinking_budget=settings.thinking_budget,
         context_window=settings.context_window,
         max_iterations=settings.max_iterations,
         cache_ttl=settings.cache_ttl,

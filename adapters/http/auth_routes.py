@@ -15,7 +15,7 @@ from adapters.http.login_limits import client_address, login_limits
 from application.accounts import TokenPair, WorkspaceInfo
 from domain.account_errors import EmailTaken
 from domain.accounts import User
-from domain.values import SessionSettings
+from domain.values import SessionSettings, check_thinking_budget
 from schemas import api as wire
 from schemas.api import (
     LoginBody,
@@ -83,8 +83,6 @@ class AuthController(Controller):
         data: JSONBody[RefreshBody],
         api: ApiDep,
     ) -> TokenOut:
-        """New tokens for a refresh token, which is used up (a reused one ends its whole
-        family: 401)."""
         return _tokens(await api.bridge(api.accounts.refresh, data.refresh_token))
 
     @post("/logout", status_code=HTTP_204_NO_CONTENT)
@@ -93,7 +91,6 @@ class AuthController(Controller):
         request: Caller,
         api: ApiDep,
     ) -> None:
-        """End this login: its access token and its refresh token family stop working."""
         await api.bridge(api.accounts.logout, request.auth)
 
 
@@ -107,7 +104,6 @@ class WorkspaceController(Controller):
         request: Caller,
         api: ApiDep,
     ) -> list[WorkspaceOut]:
-        """The caller's workspaces, with its role in each."""
         found = await api.bridge(api.workspaces.workspaces_of, request.user)
         return [workspace_out(w) for w in found]
 
@@ -140,6 +136,9 @@ class WorkspaceController(Controller):
         """Rename the workspace, or set the defaults of its new sessions (`settings`:
         model, confirmation policy, allowed tools, ...); needs the admin role."""
         settings = None if data.settings is None else SessionSettings.of(to_builtins(data.settings))
+        if settings is not None and settings.thinking_budget is not None:
+            limit = api.scheduler.runner.settings.max_tokens  # a turn's output, thinking in it
+            check_thinking_budget(settings.thinking_budget, limit)
         changed = await api.bridge(
             api.accounts.change_workspace, request.user, workspace_id, name=data.name,
             settings=settings,

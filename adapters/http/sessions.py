@@ -20,7 +20,7 @@ from application.receipt import Receipt
 from application.sessions import SessionService
 from domain.events import SessionEvent
 from domain.session import AgentSession
-from domain.values import SessionSettings
+from domain.values import SessionSettings, check_thinking_budget
 from projections.sessions import SessionSummary
 from schemas import sse
 from schemas.api import (
@@ -48,10 +48,8 @@ class SessionController(Controller):
         request: Caller,
         api: ApiDep,
     ) -> SessionOut:
-        """A new session in a workspace the caller may write in; its settings start from the
-        workspace's."""
         workspace = await api.access.workspace_info(request.user, data.workspace_id, write=True)
-        settings = _settings(data, workspace.settings)
+        settings = _settings(data, workspace.settings, api.scheduler.runner.settings.max_tokens)
         receipt = await api.bridge(
             api.sessions.start_session,
             workspace_id=data.workspace_id,
@@ -96,7 +94,6 @@ class SessionController(Controller):
         api: ApiDep,
         include_details: FromQuery[bool] = False,
     ) -> SessionOut:
-        """The session; `include_details=true` adds its details."""
         session = await api.access.session(request.user, session_id)
         out = await _summary(api, session)
         if include_details:
@@ -111,7 +108,6 @@ class SessionController(Controller):
         request: Caller,
         api: ApiDep,
     ) -> SessionOut:
-        """Rename the session (`title`), or mark it `completed`."""
         session = await api.access.session(request.user, session_id, write=True)
         if data.title is not None:
             await api.bridge(api.sessions.rename_session, session_id, data.title)
@@ -139,7 +135,6 @@ class SessionController(Controller):
         request: Caller,
         api: ApiDep,
     ) -> SessionOut:
-        """Mark the session completed: it takes no more messages."""
         await api.access.session_workspace(request.user, session_id, write=True)
         return await _written(api, await api.bridge(api.sessions.complete_session, session_id))
 
@@ -164,7 +159,6 @@ class SessionController(Controller):
         api: ApiDep,
         limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
     ) -> MessagePage:
-        """The session's last `limit` messages, oldest first."""
         await api.access.session_workspace(request.user, session_id)
         events = await api.bridge(_events, api.sessions, session_id)
         items = [_message_out(m) for m in map(message_of, events) if m is not None]
@@ -183,19 +177,25 @@ class SessionController(Controller):
         return [p for e in events for p in payloads(e) if isinstance(p, sse.Artifact)]
 
 
-def _settings(data: SessionCreate, defaults: SessionSettings) -> SessionSettings:
+def _settings(
+    data: SessionCreate, defaults: SessionSettings, max_tokens: int | None
+) -> SessionSettings:
     """The session's settings: the workspace's defaults where the request sets none (all
-    of them when it has no `settings`; its confirmation policy is then the workspace's)."""
+    of them when it has no `settings`; its confirmation policy is then the workspace's).
+    A thinking budget must fit in a turn's output limit (`max_tokens`, the server's)."""
     s = data.settings
     if s is None:
         return defaults
     tools = defaults.allowed_tools if s.allowed_tools is None else tuple(s.allowed_tools)
+    if s.thinking_budget is not None:
+        check_thinking_budget(s.thinking_budget, max_tokens)
     return SessionSettings(
         s.confirmation,
         tools,
         defaults.max_iterations if s.max_iterations is None else s.max_iterations,
         defaults.token_budget if s.token_budget is None else s.token_budget,
         defaults.model if s.model is None else s.model,
+        defaults.thinking_budget if s.thinking_budget is None else s.thinking_budget,
     )
 
 

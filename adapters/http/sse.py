@@ -13,7 +13,14 @@ from typing import TypeAlias, assert_never
 from urllib.parse import urlsplit
 
 from adapters.http.sse_turns import citations_of, turn_payloads
-from domain.conversation import LiveItem, TextDelta, ThinkingDelta, ToolProgress, ToolRunning
+from domain.conversation import (
+    LiveItem,
+    TextDelta,
+    ThinkingDelta,
+    ThinkingStarted,
+    ToolProgress,
+    ToolRunning,
+)
 from domain.deck_fold import DeckEvent
 from domain.decks import PPTX
 from domain.events import SessionEvent
@@ -97,6 +104,8 @@ def payloads(e: SessionEvent) -> list[sse.SsePayload]:
 def live_payload(delta: LiveItem) -> sse.SsePayload:
     """The SSE payload of a live item (no SSE id: never stored, never resumed)."""
     match delta:
+        case ThinkingStarted():
+            return sse.Thinking(content="", status="start")
         case ThinkingDelta(thinking=text):
             return sse.Thinking(content=text)
         case TextDelta(text=text):

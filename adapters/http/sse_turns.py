@@ -10,7 +10,13 @@ from urllib.parse import urlsplit
 
 from domain.session import AgentSession as S
 from domain.sources import cited_numbers
-from domain.stored_blocks import StoredBlock, blocks_thinking, blocks_tool_uses, model_citations
+from domain.stored_blocks import (
+    StoredBlock,
+    blocks_have_thinking,
+    blocks_thinking,
+    blocks_tool_uses,
+    model_citations,
+)
 from domain.values import Citation, CitedSource
 from schemas import sse
 
@@ -58,7 +64,8 @@ def turn_payloads(e: Turn) -> list[sse.SsePayload]:
                 citations=cited or None,
                 unresolved_citations=list(unknown) or None,
             )
-            out: list[sse.SsePayload] = [sse.Thinking(content="", status="end")] if thinking else []
+            thought = blocks_have_thinking(blocks)  # redacted thinking too: its start was sent
+            out: list[sse.SsePayload] = [sse.Thinking(content="", status="end")] if thought else []
             if cited:
                 out.append(sse.Content(content="", citations=cited))
             out.append(turn)

@@ -24,7 +24,7 @@ from application.ports import (
     LLMOverloaded,
     LLMRateLimited,
 )
-from domain.conversation import ModelRequest, StreamItem, TextDelta, ThinkingDelta
+from domain.conversation import ModelRequest, StreamItem, TextDelta, ThinkingDelta, ThinkingStarted
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,8 @@ class AnthropicLLM:
     way for the caller to tell. The runner knows when it gets the error, and can
     tell its viewers before it starts the step again.
 
-    Redacted thinking blocks are dropped from the turn: the domain has no type for them.
+    A turn's thinking is announced when its first block starts (`ThinkingStarted`), then
+    streamed; it comes back in the turn with its signature, redacted thinking as it came.
     """
 
     def __init__(
@@ -187,9 +188,15 @@ class AnthropicLLM:
             thinking=wire.thinking or omit,
             metadata=wire.metadata or omit,
         ) as stream:
-            stopped = False
+            stopped = thought = False
             async for event in stream:
-                if event.type == "content_block_delta":
+                if event.type == "content_block_start":
+                    # Once a turn: its stored turn ends it, however many blocks it has.
+                    kind = event.content_block.type
+                    if kind in ("thinking", "redacted_thinking") and not thought:
+                        thought = progress.yielded = True
+                        yield ThinkingStarted()
+                elif event.type == "content_block_delta":
                     if event.delta.type == "text_delta":
                         progress.yielded = True
                         yield TextDelta(event.delta.text)

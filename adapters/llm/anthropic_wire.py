@@ -14,6 +14,7 @@ from anthropic.types import (
     CacheControlEphemeralParam,
     MessageParam,
     MetadataParam,
+    RedactedThinkingBlockParam,
     SearchResultBlockParam,
     TextBlockParam,
     TextCitation,
@@ -43,6 +44,7 @@ from domain.conversation import (
     ModelCitation,
     ModelRequest,
     ModelTurn,
+    RedactedThinkingBlock,
     SearchResultBlock,
     StopReason,
     TextBlock,
@@ -50,10 +52,23 @@ from domain.conversation import (
     ToolResultBlock,
     ToolSpec,
     ToolUseBlock,
+    TurnBlock,
     Usage,
 )
+from domain.values import MIN_THINKING_BUDGET
 
-WireBlock = TextBlockParam | ThinkingBlockParam | ToolUseBlockParam | ToolResultBlockParam
+WireBlock = (
+    TextBlockParam
+    | ThinkingBlockParam
+    | RedactedThinkingBlockParam
+    | ToolUseBlockParam
+    | ToolResultBlockParam
+)
+
+# Models that cannot think: Claude before 3.7. Every later model can, so the list is of
+# the old ones, and a new model needs no change here.
+_NO_THINKING = ("claude-3-5-", "claude-3-opus", "claude-3-sonnet", "claude-3-haiku", "claude-2",
+                "claude-instant")  # fmt: skip
 
 _STOP_REASONS: dict[WireStopReason, StopReason] = {
     "end_turn": "end_turn",
@@ -87,20 +102,54 @@ class WireRequest:
 
 def to_wire(request: ModelRequest, *, model: str, max_tokens: int) -> WireRequest:
     """The Messages API params for `request`, with prompt-cache breakpoints placed."""
-    thinking: ThinkingConfigEnabledParam | None = None
-    if request.thinking_budget > 0:
-        thinking = {"type": "enabled", "budget_tokens": request.thinking_budget}
     # The API accepts only `user_id` in metadata; other keys would be a 400.
     user_id = request.metadata.get("user_id")
+    model = request.model or model
+    max_tokens = request.max_tokens or max_tokens
     return WireRequest(
-        model=request.model or model,
-        max_tokens=request.max_tokens or max_tokens,
+        model=model,
+        max_tokens=max_tokens,
         system=_system(request.system, request.cache_ttl),
         tools=_tools(request.tools, request.cache_ttl),
         messages=[_message(m, request.cache_ttl) for m in request.messages],
-        thinking=thinking,
+        thinking=_thinking(request, model, max_tokens),
         metadata={"user_id": user_id} if user_id else None,
     )
+
+
+def supports_thinking(model: str) -> bool:
+    """Whether the model can think (extended thinking): Claude 3.7 and later."""
+    return not model.startswith(_NO_THINKING)
+
+
+def _thinking(
+    request: ModelRequest, model: str, max_tokens: int
+) -> ThinkingConfigEnabledParam | None:
+    """Extended thinking, when asked for and the API would take it: a model that thinks,
+    a budget below the turn's output limit (a limit lowered since the budget was set
+    keeps what fits), and a tool loop that did not start without thinking (the API then
+    wants the loop's assistant turn to begin with a thinking block)."""
+    budget = request.thinking_budget
+    if budget >= max_tokens:
+        budget = max_tokens - 1 if max_tokens > MIN_THINKING_BUDGET else 0
+    if budget <= 0 or not supports_thinking(model):
+        return None
+    if _loop_began_unthinking(request.messages):
+        return None
+    return {"type": "enabled", "budget_tokens": budget}
+
+
+def _loop_began_unthinking(messages: tuple[Message, ...]) -> bool:
+    """Whether the newest assistant turn used tools without a thinking block first (a
+    session whose budget was set mid-way): thinking waits for the next turn that ends
+    its loop, as the API refuses thinking on a loop begun without it."""
+    for message in reversed(messages):
+        if message.role != "assistant":
+            continue
+        first = message.content[0] if message.content else None
+        uses_tools = any(isinstance(b, ToolUseBlock) for b in message.content)
+        return uses_tools and not isinstance(first, ThinkingBlock | RedactedThinkingBlock)
+    return False
 
 
 def _system(text: str, ttl: CacheTtl) -> list[TextBlockParam]:
@@ -135,7 +184,7 @@ def _mark_last_cacheable(blocks: list[WireBlock], ttl: CacheTtl) -> None:
     # Thinking blocks cannot carry cache_control; the breakpoint goes on the last
     # block that can, which still covers everything before it.
     for block in reversed(blocks):
-        if block["type"] != "thinking":
+        if block["type"] != "thinking" and block["type"] != "redacted_thinking":
             block["cache_control"] = _ephemeral(ttl)
             return
 
@@ -146,6 +195,8 @@ def _block(block: ContentBlock) -> WireBlock:
             return {"type": "text", "text": text}
         case ThinkingBlock(thinking=thinking, signature=signature):
             return {"type": "thinking", "thinking": thinking, "signature": signature}
+        case RedactedThinkingBlock(data=data):
+            return {"type": "redacted_thinking", "data": data}
         case ToolUseBlock(id=id_, name=name, input=input_):
             return {"type": "tool_use", "id": id_, "name": name, "input": input_}
         case ToolResultBlock(tool_use_id=tool_use_id, results=(_, *_) as results):
@@ -187,16 +238,16 @@ def to_model_turn(message: WireMessage, stop_reason: WireStopReason) -> ModelTur
     )
 
 
-def _turn_block(block: WireContentBlock) -> TextBlock | ThinkingBlock | ToolUseBlock | None:
+def _turn_block(block: WireContentBlock) -> TurnBlock | None:
     if block.type == "text":
         return TextBlock(block.text, _citations(block.citations or ()))
     if block.type == "thinking":
         return ThinkingBlock(block.thinking, block.signature)
+    if block.type == "redacted_thinking":
+        return RedactedThinkingBlock(block.data)
     if block.type == "tool_use":
         return ToolUseBlock(block.id, block.name, dict(block.input))
-    # redacted_thinking and server-tool blocks: we send no server tools, and the
-    # domain has no redacted-thinking type yet (see the adapter's docstring).
-    return None
+    return None  # server-tool blocks: we send no server tools
 
 
 def _citations(citations: Iterable[TextCitation]) -> tuple[ModelCitation, ...]:

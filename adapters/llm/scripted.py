@@ -43,6 +43,7 @@ from domain.conversation import (
     TextDelta,
     ThinkingBlock,
     ThinkingDelta,
+    ThinkingStarted,
     ToolUseBlock,
     Usage,
 )
@@ -148,6 +149,8 @@ class ScriptedLLM:
             turn = self._finish(planned, request)
         else:
             turn = planned
+        if any(isinstance(b, ThinkingBlock) for b in turn.content):
+            yield ThinkingStarted()  # once a turn, as the real adapter
         for block in turn.content:
             if isinstance(block, ThinkingBlock):
                 for piece in _chunks(block.thinking):

@@ -10,7 +10,14 @@ from uuid import UUID
 from nats.aio.client import Client as NATS
 from nats.errors import Error as NatsError
 
-from domain.conversation import LiveItem, TextDelta, ThinkingDelta, ToolProgress, ToolRunning
+from domain.conversation import (
+    LiveItem,
+    TextDelta,
+    ThinkingDelta,
+    ThinkingStarted,
+    ToolProgress,
+    ToolRunning,
+)
 from schemas import live
 
 
@@ -22,6 +29,8 @@ def to_wire(item: LiveItem) -> live.Live:
     match item:
         case TextDelta(text=text):
             return live.TextChunk(text)
+        case ThinkingStarted():
+            return live.ThinkingBegan()
         case ThinkingDelta(thinking=text):
             return live.ThinkingChunk(text)
         case ToolRunning(tool_use_id=tid, name=name):
@@ -36,6 +45,8 @@ def from_wire(message: live.Live) -> LiveItem:
     match message:
         case live.TextChunk(text=text):
             return TextDelta(text)
+        case live.ThinkingBegan():
+            return ThinkingStarted()
         case live.ThinkingChunk(text=text):
             return ThinkingDelta(text)
         case live.ToolStarted(tool_use_id=tid, name=name):

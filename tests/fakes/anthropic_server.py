@@ -5,6 +5,12 @@ through httpx2, which httpx mocks do not intercept, hence a socket). Each test p
 its replies, in order: a `Turn` streamed as Anthropic streams it (optionally cut off
 after some events), or an `ErrorReply`. Every request is recorded for assertions.
 
+Extended thinking as the API does it: a request that asks for thinking gets a thinking
+block first (one the test planned, or one the fake makes up), each signed by the fake;
+a later request that enables thinking must send each thinking block back with the
+signature the fake gave it (redacted ones with their data unchanged), and its newest
+assistant turn, if it used tools, must begin with one: otherwise a 400 as the API's.
+
     with serve_fake_anthropic() as fake:
         fake.plan(overloaded(), Turn((Text("Hello"),)))
         client = AsyncAnthropic(api_key=fake.api_key, base_url=fake.base_url)
@@ -19,16 +25,15 @@ import threading
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
 import pytest
 
-# Decoded JSON exactly as the client sent it: the point is to see what was sent,
-# so it is deliberately not validated into a shape.
-JSONObject = dict[str, Any]
+from tests.fakes.anthropic_thinking import JSONObject, SignedThinking, thinks
+
 SSEEvent = tuple[str, JSONObject]
 
 
@@ -51,8 +56,13 @@ class Text:
 @dataclass(frozen=True)
 class Thinking:
     thinking: str
-    signature: str
+    signature: str | None = None  # None: the fake signs it
     pieces: int = 2  # thinking_delta events, then one signature_delta
+
+
+@dataclass(frozen=True)
+class RedactedThinking:
+    data: str  # sent whole in content_block_start, as the API does
 
 
 @dataclass(frozen=True)
@@ -63,7 +73,7 @@ class ToolUse:
     pieces: int = 3  # input_json_delta events with text, after an empty one
 
 
-Block = Text | Thinking | ToolUse
+Block = Text | Thinking | RedactedThinking | ToolUse
 Cut = Literal["reset", "eof", "overloaded_event"]
 
 
@@ -132,6 +142,7 @@ class FakeAnthropic:
     requests: list[RecordedRequest] = field(default_factory=list)
     _replies: deque[Reply] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    thinking: SignedThinking = field(default_factory=SignedThinking)
 
     def plan(self, *replies: Reply) -> None:
         with self._lock:
@@ -203,6 +214,8 @@ class _Handler(BaseHTTPRequestHandler):
         if "anthropic-version" not in headers:
             return self._send_error(bad_request("anthropic-version: header is required"))
         problem = _problem(body)
+        if problem is None and thinks(body):
+            problem = fake.thinking.problem(cast(JSONObject, body)["messages"])
         if problem is not None:
             return self._send_error(bad_request(problem))
         reply = fake._next_reply()
@@ -232,6 +245,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("transfer-encoding", "chunked")
         self.send_header("request-id", "req_fake")
         self.end_headers()
+        fake = cast(_Server, self.server).fake
+        blocks = tuple(_signed(fake.thinking, b) for b in _thought(turn.blocks, thinks(body)))
+        turn = replace(turn, blocks=blocks)
         events = _events(turn, turn.model or body["model"], search_results(body))
         for n, (name, data) in enumerate(events):
             if n == turn.cut_after:
@@ -282,6 +298,23 @@ def _problem(body: object) -> str | None:
     return None
 
 
+def _thought(blocks: tuple[Block, ...], thinks: bool) -> tuple[Block, ...]:
+    """A reply to a request that enables thinking begins with thinking, as the API's."""
+    if not thinks or any(isinstance(b, Thinking | RedactedThinking) for b in blocks):
+        return blocks
+    return (Thinking("Let me think about what was asked."), *blocks)
+
+
+def _signed(fake: SignedThinking, block: Block) -> Block:
+    match block:
+        case Thinking(thinking=thinking, signature=signature):
+            return replace(block, signature=fake.sign(thinking, signature))
+        case RedactedThinking(data=data):
+            return RedactedThinking(fake.redact(data))
+        case _:
+            return block
+
+
 def _events(turn: Turn, model: str, results: list[JSONObject]) -> list[SSEEvent]:
     usage: JSONObject = {"input_tokens": turn.input_tokens, "output_tokens": 1}
     if turn.cache_creation_input_tokens is not None:
@@ -330,7 +363,10 @@ def _block_events(index: int, block: Block, results: list[JSONObject]) -> list[S
         case Thinking(thinking=thinking, signature=signature, pieces=n):
             start = {"type": "thinking", "thinking": ""}
             deltas = [{"type": "thinking_delta", "thinking": p} for p in _split(thinking, n)]
-            deltas.append({"type": "signature_delta", "signature": signature})
+            deltas.append({"type": "signature_delta", "signature": signature or ""})
+        case RedactedThinking(data=data):
+            start = {"type": "redacted_thinking", "data": data}
+            deltas = []
         case ToolUse(id=id_, name=name, input=input_, pieces=n):
             start = {"type": "tool_use", "id": id_, "name": name, "input": {}}
             parts = ["", *_split(json.dumps(input_), n)]
