@@ -83,6 +83,8 @@ class AuthController(Controller):
         data: JSONBody[RefreshBody],
         api: ApiDep,
     ) -> TokenOut:
+        """New tokens for a refresh token, which is used up (a reused one ends its whole
+        family: 401)."""
         return _tokens(await api.bridge(api.accounts.refresh, data.refresh_token))
 
     @post("/logout", status_code=HTTP_204_NO_CONTENT)
@@ -91,6 +93,7 @@ class AuthController(Controller):
         request: Caller,
         api: ApiDep,
     ) -> None:
+        """End this login: its access token and its refresh token family stop working."""
         await api.bridge(api.accounts.logout, request.auth)
 
 
@@ -104,6 +107,7 @@ class WorkspaceController(Controller):
         request: Caller,
         api: ApiDep,
     ) -> list[WorkspaceOut]:
+        """The caller's workspaces, with its role in each."""
         found = await api.bridge(api.workspaces.workspaces_of, request.user)
         return [workspace_out(w) for w in found]
 

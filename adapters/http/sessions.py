@@ -48,6 +48,8 @@ class SessionController(Controller):
         request: Caller,
         api: ApiDep,
     ) -> SessionOut:
+        """A new session in a workspace the caller may write in; its settings start from the
+        workspace's."""
         workspace = await api.access.workspace_info(request.user, data.workspace_id, write=True)
         settings = _settings(data, workspace.settings, api.scheduler.runner.settings.max_tokens)
         receipt = await api.bridge(
@@ -94,6 +96,7 @@ class SessionController(Controller):
         api: ApiDep,
         include_details: FromQuery[bool] = False,
     ) -> SessionOut:
+        """The session; `include_details=true` adds its details."""
         session = await api.access.session(request.user, session_id)
         out = await _summary(api, session)
         if include_details:
@@ -108,6 +111,7 @@ class SessionController(Controller):
         request: Caller,
         api: ApiDep,
     ) -> SessionOut:
+        """Rename the session (`title`), or mark it `completed`."""
         session = await api.access.session(request.user, session_id, write=True)
         if data.title is not None:
             await api.bridge(api.sessions.rename_session, session_id, data.title)
@@ -135,6 +139,7 @@ class SessionController(Controller):
         request: Caller,
         api: ApiDep,
     ) -> SessionOut:
+        """Mark the session completed: it takes no more messages."""
         await api.access.session_workspace(request.user, session_id, write=True)
         return await _written(api, await api.bridge(api.sessions.complete_session, session_id))
 
@@ -159,6 +164,7 @@ class SessionController(Controller):
         api: ApiDep,
         limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
     ) -> MessagePage:
+        """The session's last `limit` messages, oldest first."""
         await api.access.session_workspace(request.user, session_id)
         events = await api.bridge(_events, api.sessions, session_id)
         items = [_message_out(m) for m in map(message_of, events) if m is not None]
