@@ -29,7 +29,7 @@ from litestar.status_codes import (
 
 from adapters.http.auth import authenticate
 from adapters.http.deps import ApiDep
-from adapters.http.ws_socket import PushSocket, Send, TooMany
+from adapters.http.ws_socket import LoginEnded, PushSocket, Send, TooMany
 from application.tokens import Principal
 from domain.account_errors import AuthError
 from schemas import ws
@@ -126,6 +126,8 @@ async def _read(socket: Socket, pushing: PushSocket, send: Send) -> None:
                 except TooMany as e:
                     await send(ws.Error(detail=str(e), error_code="TOO_MANY_SESSIONS"))
                     raise Closing(WS_1008_POLICY_VIOLATION, str(e)) from None
+                except LoginEnded as e:
+                    raise Closing(WS_1008_POLICY_VIOLATION, f"not authenticated: {e}") from None
             case ws.Unsubscribe(session_ids=ids):
                 await pushing.unsubscribe(ids)
             case ws.Ping():

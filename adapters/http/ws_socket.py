@@ -24,6 +24,7 @@ from adapters.http.ws_messages import SessionState, push_messages
 from adapters.nats.session_feed import Stored
 from adapters.nats.session_hub import Inbox, Overflowed
 from application.tokens import Principal
+from domain.account_errors import AuthError
 from domain.errors import NotFound
 from domain.events import SessionEvent
 from schemas import ws
@@ -40,6 +41,10 @@ class TooMany(Exception):
     """A subscription past `MAX_SESSIONS`."""
 
 
+class LoginEnded(Exception):
+    """The caller's login or API key is no longer live (logged out, revoked, expired)."""
+
+
 class PushSocket:
     """The sessions one socket follows (see the module docstring)."""
 
@@ -49,6 +54,7 @@ class PushSocket:
         self.principal = principal
         self.send = send
         self.inbox: Inbox[Stored] = Inbox()
+        self.hub.attach(self.inbox)  # a shutdown wakes it at once
         self.states: dict[UUID, SessionState] = {}
         self._allowed: dict[UUID, Allowed] = {}
         # Events are applied, and sessions added or dropped, one at a time.
@@ -59,6 +65,10 @@ class PushSocket:
         fresh = [s for s in dict.fromkeys(session_ids) if s not in self.states]
         if len(self.states) + len(fresh) > MAX_SESSIONS:
             raise TooMany(f"a socket follows at most {MAX_SESSIONS} sessions")
+        try:  # as a request with its token would be asked (one cached read)
+            await self.api.bridge(self.api.accounts.check_live, self.principal)
+        except AuthError as e:
+            raise LoginEnded(str(e)) from None
         async with self._lock:
             for sid in fresh:
                 self.hub.follow(sid, self.inbox)
@@ -80,13 +90,16 @@ class PushSocket:
     async def close(self) -> None:
         for sid in list(self.states):
             await self._drop(sid)
+        self.hub.detach(self.inbox)
 
     async def pump(self) -> None:
         """Push what happens in the followed sessions until the feed closes."""
         loop = asyncio.get_running_loop()
         quiet_since = loop.time()
-        while not self.hub.closed:
+        while True:
             item = await self.inbox.get(CHECK_NATS if self.hub.is_live() else POLL_WITHOUT_NATS)
+            if self.inbox.closed:
+                return  # shutting down
             async with self._lock:
                 if isinstance(item, Stored):
                     await self._arrived(item.event)

@@ -45,6 +45,7 @@ class PushHub(Generic[T]):
         self._prefix = f"{stream.lower()}.events."
         self._parse = parse
         self._followers: dict[UUID, set[Inbox[T]]] = {}
+        self._inboxes: set[Inbox[T]] = set()  # every open socket's, following or not
         self._sub: Subscription | None = None
         self._nc: NATS | None = None
         self._subscribing: asyncio.Task[None] | None = None
@@ -54,6 +55,15 @@ class PushHub(Generic[T]):
     def subscriptions(self) -> int:
         """The NATS subscriptions the hub holds: one, or none while nobody follows anything."""
         return int(self._sub is not None)
+
+    def attach(self, inbox: Inbox[T]) -> None:
+        """A socket's inbox, closed with the hub (`detach` it when the socket ends)."""
+        self._inboxes.add(inbox)
+        if self.closed:
+            inbox.close()
+
+    def detach(self, inbox: Inbox[T]) -> None:
+        self._inboxes.discard(inbox)
 
     def follow(self, session_id: UUID, inbox: Inbox[T]) -> None:
         """Put the session's stored events in `inbox` from now on (`subscribe` next)."""
@@ -85,11 +95,10 @@ class PushHub(Generic[T]):
         await asyncio.shield(self._subscribing)
 
     def close(self) -> None:
-        """Wake every follower: its inbox is closed (shutting down)."""
+        """Wake every socket: its inbox is closed (shutting down)."""
         self.closed = True
-        for followers in self._followers.values():
-            for inbox in followers:
-                inbox.close()
+        for inbox in self._inboxes:
+            inbox.close()
 
     async def _resubscribe(self, nc: NATS) -> None:
         old, self._sub, self._nc = self._sub, None, None

@@ -138,3 +138,39 @@ def test_bad_input_answers_an_error_or_closes_with_a_reason(
     bystander.subscribe(sid)
     assert bystander.until(kind("subscribed"))["session_ids"] == [sid]
     bystander.close()
+
+
+def test_a_logged_out_socket_hears_no_more_and_may_not_subscribe_again(
+    start_server: StartServer,
+) -> None:
+    server = start_server(None)
+    alice, http = user(server.client(), "alice@example.com")
+    sid = str(new_session(http, alice["workspace_id"])["id"])
+    push = Push.open(server, str(alice["access_token"]))
+    push.subscribe(sid)
+    assert push.until(kind("subscribed"))["session_ids"] == [sid]
+
+    assert http.post("/api/v1/auth/logout").status_code == 204
+    assert push.until(kind("unsubscribed"))["session_ids"] == [sid]
+    push.subscribe(sid)
+    code, reason = push.closed()
+    assert code == 1008 and "not authenticated" in reason, (code, reason)
+
+
+def test_a_shutdown_closes_the_sockets_and_the_server_exits_cleanly(
+    start_server: StartServer,
+) -> None:
+    server = start_server(None)
+    alice, http = user(server.client(), "alice@example.com")
+    sid = str(new_session(http, alice["workspace_id"])["id"])
+    following, idle = Push.open(server, str(alice["access_token"])), Push.open(server)
+    following.subscribe(sid)
+    following.until(kind("session_update"))
+    idle.send({"type": "auth", "token": alice["access_token"]})
+    idle.ping()
+
+    server.stop()
+    assert server.process is not None and server.process.returncode == 0
+    for push in (following, idle):
+        code, reason = push.closed()
+        assert code == 1001 and "connect again" in reason, (code, reason)
