@@ -40,7 +40,8 @@ ERRORS = {
     "an `Idempotency-Key` still in progress, ...)",
     410: "The invitation was used, revoked or has expired",
     413: "The body or a file is too large (the detail names the limit)",
-    422: "Well-formed but not processable (an `Idempotency-Key` reused for another request, ...)",
+    422: "Understood but cannot be done (an `Idempotency-Key` reused for another request, "
+    "a PDF that cannot be read, a deck page out of range)",
     429: "A rate limit was met: retry after `Retry-After` seconds",
     501: "Not available on this server (LibreOffice is not installed)",
     502: "LibreOffice could not convert the deck",
@@ -49,11 +50,8 @@ ERRORS = {
 # Statuses beyond the rule in `error_statuses`, by operation id.
 EXTRA_ERRORS = {
     "acceptInvitation": {410},
-    "createMemory": {422},
-    "updateMemory": {422},
-    "searchMemories": {422},
-    "searchHistory": {422},
     "previewArtifact": {422, 501, 502},
+    "regenerateSlide": {422},
     "downloadArtifact": {501, 502},
     "getSlideThumbnail": {501, 502},
 }
