@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import uuid
 
+import httpx
 import pytest
 
 from tests.e2e.chat_helpers import chat, new_session, user
-from tests.e2e.client import sign_up
+from tests.e2e.client import Server, sign_up
 from tests.e2e.conftest import StartServer
 from tests.e2e.push import Push, kind
 from tests.e2e.test_teams import add, as_user, team_workspace
@@ -94,7 +95,7 @@ def test_bad_input_answers_an_error_or_closes_with_a_reason(
     start_server: StartServer,
 ) -> None:
     server = start_server(None)
-    alice, http = user(server.client(), "alice@example.com")
+    alice, _, sid = alice_and_a_session(server)
     token = str(alice["access_token"])
     bystander = Push.open(server, token)  # the same user's other socket: never affected
 
@@ -134,7 +135,6 @@ def test_bad_input_answers_an_error_or_closes_with_a_reason(
     assert code == 1008 and "no auth message" in reason, (code, reason)
 
     bystander.ping()
-    sid = str(new_session(http, alice["workspace_id"])["id"])
     bystander.subscribe(sid)
     assert bystander.until(kind("subscribed"))["session_ids"] == [sid]
     bystander.close()
@@ -144,8 +144,7 @@ def test_a_logged_out_socket_hears_no_more_and_may_not_subscribe_again(
     start_server: StartServer,
 ) -> None:
     server = start_server(None)
-    alice, http = user(server.client(), "alice@example.com")
-    sid = str(new_session(http, alice["workspace_id"])["id"])
+    alice, http, sid = alice_and_a_session(server)
     push = Push.open(server, str(alice["access_token"]))
     push.subscribe(sid)
     assert push.until(kind("subscribed"))["session_ids"] == [sid]
@@ -161,8 +160,7 @@ def test_a_shutdown_closes_the_sockets_and_the_server_exits_cleanly(
     start_server: StartServer,
 ) -> None:
     server = start_server(None)
-    alice, http = user(server.client(), "alice@example.com")
-    sid = str(new_session(http, alice["workspace_id"])["id"])
+    alice, _, sid = alice_and_a_session(server)
     following, idle = Push.open(server, str(alice["access_token"])), Push.open(server)
     following.subscribe(sid)
     following.until(kind("session_update"))
@@ -174,3 +172,9 @@ def test_a_shutdown_closes_the_sockets_and_the_server_exits_cleanly(
     for push in (following, idle):
         code, reason = push.closed()
         assert code == 1001 and "connect again" in reason, (code, reason)
+
+
+def alice_and_a_session(server: Server) -> tuple[dict[str, object], httpx.Client, str]:
+    """A signed-up user, their client, and a session of theirs."""
+    alice, http = user(server.client(), "alice@example.com")
+    return alice, http, str(new_session(http, alice["workspace_id"])["id"])
