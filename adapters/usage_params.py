@@ -10,7 +10,12 @@ from projections.usage_queries import GROUP_KEYS, GroupKey
 
 
 class UsageParamError(ValueError):
-    """A group key or date that cannot be; the message says which and why."""
+    """A group key or date that cannot be; the message says which and why, `field` the
+    parameter (`group_by`, `from`, `to`)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def group_keys(raw: str) -> list[GroupKey]:
@@ -19,10 +24,10 @@ def group_keys(raw: str) -> list[GroupKey]:
     unknown = [k for k in keys if k not in GROUP_KEYS]
     if unknown:
         raise UsageParamError(
-            f"group_by takes keys of {', '.join(GROUP_KEYS)}; not {', '.join(unknown)}"
+            "group_by", f"group_by takes keys of {', '.join(GROUP_KEYS)}; not {', '.join(unknown)}"
         )
     if len(set(keys)) != len(keys):
-        raise UsageParamError("group_by names a key twice")
+        raise UsageParamError("group_by", "group_by names a key twice")
     return cast(list[GroupKey], keys)
 
 
@@ -32,7 +37,7 @@ def day_range(start: str | None, end: str | None, today: date | None = None) -> 
     first = _date(start, "from") if start else today.replace(day=1)
     last = _date(end, "to") if end else today
     if first > last:
-        raise UsageParamError(f"from ({first}) is after to ({last})")
+        raise UsageParamError("from", f"from ({first}) is after to ({last})")
     return first, last
 
 
@@ -40,4 +45,4 @@ def _date(raw: str, name: str) -> date:
     try:
         return date.fromisoformat(raw)
     except ValueError:
-        raise UsageParamError(f"{name} must be a date, YYYY-MM-DD; not {raw!r}") from None
+        raise UsageParamError(name, f"{name} must be a date, YYYY-MM-DD; not {raw!r}") from None

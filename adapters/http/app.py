@@ -25,6 +25,7 @@ from adapters.http.api_keys import ApiKeyController
 from adapters.http.artifact_lookup import ArtifactLookup
 from adapters.http.artifacts import ArtifactController
 from adapters.http.auth import PUBLIC, BearerTokenAuthentication
+from adapters.http.bodies import JsonRequest
 from adapters.http.auth_routes import AuthController, WorkspaceController
 from adapters.http.budgets import BudgetsController
 from adapters.http.chat import ChatController
@@ -183,6 +184,7 @@ def create_app(
         on_startup=[log_redaction.install],  # no access token reaches a log
         on_shutdown=[idempotency.close],  # this process's Idempotency-Key leases
         request_max_body_size=MAX_BODY,
+        request_class=JsonRequest,  # a body that is not JSON answers 400 saying where
         openapi_config=openapi_config(),
     )
     complete(app.openapi_schema)

@@ -15,6 +15,7 @@ from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.status_codes import HTTP_204_NO_CONTENT
 
 from adapters.http.deps import ApiDep, Caller
+from adapters.http.errors import invalid
 from application.budget_guard import period_of
 from domain.budgets import BudgetLimits, check_scope
 from domain.errors import InvalidCommand
@@ -38,7 +39,7 @@ class BudgetsController(Controller):
     ) -> wire.BudgetOut:
         """Set a monthly budget (owners and admins for org, team and workspace ones)."""
         try:
-            checked = check_scope(budget_scope)
+            checked = _scope(budget_scope)
             limits = BudgetLimits.of(data.monthly_usd, data.monthly_tokens, data.thresholds)
         except InvalidCommand as e:
             raise ValidationException(str(e)) from None
@@ -122,7 +123,7 @@ def _scope(raw: str) -> BudgetScope:
     try:
         return check_scope(raw)
     except InvalidCommand as e:
-        raise ValidationException(str(e)) from None
+        raise invalid("budget_scope", str(e)) from None
 
 
 def _budget(

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import logging
+import re
 from datetime import UTC, datetime
 
 import psycopg
 from eventsourcing.persistence import InterfaceError, OperationalError
 from litestar import MediaType, Request, Response
 from litestar.datastructures import State
-from litestar.exceptions import HTTPException, ValidationException
+from litestar.exceptions import HTTPException, NotFoundException, ValidationException
+from litestar.exceptions.http_exceptions import RequestEntityTooLarge
+from litestar.handlers import HTTPRouteHandler
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
+from adapters.http.path_params import unparsed
 from domain.errors import (
     Conflict,
     DomainError,
@@ -75,24 +79,69 @@ def on_domain_error(
     return error_response(status_of(error), str(error), error.code)
 
 
+def named(field: str, problem: str) -> str:
+    """A validation failure's detail, naming the field: "`settings.max_iterations`:
+    expected `int` >= 1" (the same for a path, a query or a body)."""
+    return f"`{field}`: {problem[:1].lower()}{problem[1:]}"
+
+
+def invalid(field: str, problem: str) -> ApiError:
+    """The 400 `VALIDATION_ERROR` for a field with a wrong value."""
+    return ApiError(400, named(field, problem), "VALIDATION_ERROR")
+
+
+EMPTY_BODY = "the body is empty: this request needs a JSON body"
+_FIELD = re.compile(r"^Object (missing required|contains unknown) field `(.+)`$")
+
+
+def _problem(p: dict[str, object]) -> str:
+    """One of Litestar's validation problems, in our words (`key` is a dotted path)."""
+    key, message = str(p.get("key") or ""), str(p.get("message", "")).strip()
+    root = key in ("", "data") and p.get("source", "body") == "body"
+    if root and message == "'data'":  # Litestar's KeyError: no body at all
+        return EMPTY_BODY
+    if field := _FIELD.match(message):
+        name = field.group(2) if root else f"{key}.{field.group(2)}"
+        return named(name, "required" if field.group(1) == "missing required" else "unknown field")
+    if root:
+        return f"the body: {message[:1].lower()}{message[1:]}"
+    return named(key, message)
+
+
 def on_validation_error(
     _: Request[object, object, State], error: ValidationException
 ) -> Response[dict[str, str]]:
     problems = error.extra if isinstance(error.extra, list) else []
-    named = [
-        f"{p.get('key') or p.get('source', 'body')}: {p.get('message', '')}".strip()
-        for p in problems
-        if isinstance(p, dict)
-    ]
-    detail = "; ".join(named) if named else str(error.detail)
+    said = [_problem(p) for p in problems if isinstance(p, dict)]
+    detail = "; ".join(said) if said else str(error.detail)
     return error_response(400, detail, "VALIDATION_ERROR")
 
 
 def on_http_error(
-    _: Request[object, object, State], error: HTTPException
+    request: Request[object, object, State], error: HTTPException
 ) -> Response[dict[str, str]]:
+    if isinstance(error, NotFoundException) and isinstance(error.__cause__, ValueError):
+        # The router's answer to a path parameter that does not parse (an id not a UUID).
+        bad = unparsed(request.app, request.method, request.scope["path"])
+        if bad is not None:
+            return error_response(400, named(*bad), "VALIDATION_ERROR")
+    if isinstance(error, RequestEntityTooLarge) and error.detail == RequestEntityTooLarge.detail:
+        return error_response(413, _too_large(request), "PAYLOAD_TOO_LARGE")
     code = getattr(error, "code", None) or CODES_BY_STATUS.get(error.status_code, "ERROR")
     return error_response(error.status_code, str(error.detail), code, dict(error.headers or {}))
+
+
+def _too_large(request: Request[object, object, State]) -> str:
+    """What a body over its route's limit is told: the route's own words
+    (`opt={"too_large": ...}`), else the limit in bytes."""
+    handler = request.scope.get("route_handler")
+    if not isinstance(handler, HTTPRouteHandler):
+        return "the body is too large"
+    said = handler.opt.get("too_large")
+    if isinstance(said, str):
+        return said
+    limit = handler.resolve_request_max_body_size()
+    return f"the body may have at most {limit:,} bytes" if limit else "the body is too large"
 
 
 def on_too_deep(

@@ -33,7 +33,7 @@ from litestar.enums import ScopeType
 from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, HTTPScope, Message, Receive, Scope, Send
 
-from adapters.http.errors import ApiError
+from adapters.http.errors import ApiError, invalid
 from adapters.http.lease_owner import OWNER_GONE, SPACE, Connect, LeaseOwner
 from adapters.http.limits import caller_key
 from application.bridge import SyncBridge
@@ -214,7 +214,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
             return
         key = raw.decode("latin-1")
         if not VALID_KEY.fullmatch(key):
-            raise ApiError(400, "Idempotency-Key must be 1 to 255 printable ASCII characters")
+            raise invalid("Idempotency-Key", "1 to 255 printable ASCII characters")
         user = caller_key(scope)
         http = cast("HTTPScope", scope)
         body = await Request[object, object, State](scope, receive).body()  # kept for the handler

@@ -12,7 +12,7 @@ from litestar.response import ServerSentEvent
 from adapters.http.audit import EVENT_CLASSES, audit_event
 from adapters.http.chat import confirm_out
 from adapters.http.deps import Api, ApiDep, Caller
-from adapters.http.errors import ApiError
+from adapters.http.errors import ApiError, invalid
 from adapters.http.openapi import SseOperation
 from adapters.http.stream_guard import permit, while_allowed
 from adapters.http.streaming import session_messages, sse_response
@@ -58,7 +58,7 @@ class StreamController(Controller):
         await api.access.session_workspace(request.user, session_id)
         wanted = None if event_type is None else EVENT_CLASSES.get(event_type)
         if event_type is not None and wanted is None:
-            raise ApiError(400, f"event_type: no event type {event_type!r}")
+            raise invalid("type", f"no event type {event_type!r}")
         events = await api.bridge(_page, api.sessions, session_id, after, limit, wanted)
         items = [audit_event(e) for e in events]
         next_after = items[-1].version if len(items) == limit else None
@@ -157,7 +157,7 @@ def _after(raw: str | None, version: int) -> int:
     try:
         after = int(raw)
     except ValueError:
-        raise ApiError(400, f"Last-Event-ID must be a session version, not {raw[:40]!r}") from None
+        raise invalid("Last-Event-ID", f"a session version, not {raw[:40]!r}") from None
     if not 0 <= after <= version:
         raise ApiError(
             400, f"Last-Event-ID {after} is outside this session's versions 0..{version}"

@@ -28,6 +28,7 @@ from application.bridge import SyncBridge
 
 MAX_UPLOAD = 10 * 1024 * 1024  # bytes of the file itself
 MULTIPART_SLACK = 64 * 1024  # room for the form's boundaries and part headers
+TOO_LARGE = f"a file may have at most {MAX_UPLOAD:,} bytes (10 MiB)"
 DEFAULT_TYPE = "application/octet-stream"
 
 
@@ -120,6 +121,7 @@ class UploadController(Controller):
         "/{session_id:uuid}/attachments",
         status_code=HTTP_201_CREATED,
         request_max_body_size=MAX_UPLOAD + MULTIPART_SLACK,
+        opt={"too_large": TOO_LARGE},  # the 413 over the body limit (adapters/http/errors.py)
     )
     async def upload(
         self,
@@ -135,7 +137,7 @@ class UploadController(Controller):
         finally:
             await data.file.close()
         if len(content) > MAX_UPLOAD:
-            raise ApiError(413, f"a file may have at most {MAX_UPLOAD} bytes")
+            raise ApiError(413, TOO_LARGE)
         content_type = data.file.content_type or DEFAULT_TYPE
         blob_ref = await api.blobs.put(content, content_type=content_type)
         await api.bridge(session_uploads(request.app.state).add, session_id, blob_ref)

@@ -17,11 +17,11 @@ from uuid import UUID
 
 import msgspec
 from litestar import Controller, Response, get
-from litestar.exceptions import ValidationException
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, FromQuery, QueryParameter
 
 from adapters.http.deps import Api, ApiDep, Caller
+from adapters.http.errors import invalid
 from adapters.http.read_your_writes import ViewWaiter
 from adapters.usage_params import UsageParamError, day_range, group_keys
 from application.tokens import Principal
@@ -89,7 +89,7 @@ class UsageController(Controller):
         try:
             keys, (first, last) = group_keys(group_by), day_range(start, to)
         except UsageParamError as e:
-            raise ValidationException(str(e)) from None
+            raise invalid(e.field, str(e)) from None
         who = await _visibility(request.user, api)
         if workspace_id is not None:
             await api.access.workspace(request.user, workspace_id)
