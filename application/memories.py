@@ -61,7 +61,7 @@ class Remembered:
 
 def check_k(k: object) -> int:
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
-        raise InvalidMemory(f"k must be a whole number from 1 to {MAX_K}")
+        raise InvalidMemory("k", f"k must be a whole number from 1 to {MAX_K}")
     return k
 
 
@@ -186,9 +186,9 @@ class Memories:
     ) -> builtins.list[MemoryHit]:
         """The best `k` unexpired memories of the namespaces for `query`."""
         if not isinstance(query, str) or not query.strip():
-            raise InvalidMemory("a search needs a query: say what to look for")
+            raise InvalidMemory("query", "a search needs a query: say what to look for")
         if len(query) > MAX_QUERY:
-            raise InvalidMemory(f"a search query has at most {MAX_QUERY} characters")
+            raise InvalidMemory("query", f"a search query has at most {MAX_QUERY} characters")
         k = check_k(k)
         wanted = [check_category(c) for c in categories] if categories else None
         if not namespaces:

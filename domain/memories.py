@@ -203,7 +203,7 @@ class MemoryNamespace(ValueState, Aggregate):
             new_expiry = current.expires_at
         other = self.same_text(new_text)
         if other is not None and other.memory_id != memory_id:
-            raise InvalidMemory(f"memory {other.memory_id} already says this")
+            raise InvalidMemory("text", f"memory {other.memory_id} already says this")
         if (new_text, new_category, new_expiry) == (
             current.text,
             current.category,

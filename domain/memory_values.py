@@ -12,7 +12,7 @@ from typing import Literal, get_args
 from uuid import UUID, uuid5
 
 from domain.authors import Author
-from domain.errors import Conflict, DomainError, NotFound
+from domain.errors import Conflict, InvalidValue, NotFound
 
 MemoryCategory = Literal["preference", "knowledge", "history"]
 CATEGORIES: tuple[MemoryCategory, ...] = get_args(MemoryCategory)
@@ -27,11 +27,13 @@ _MEMORY = UUID("2b0d8f5e-7c41-4a9e-9d3b-6a1e5f0c8b27")
 _SPACES = re.compile(r"\s+")
 
 
-class InvalidMemory(DomainError):
-    """Text, category, namespace or expiry that a memory cannot have (HTTP 422)."""
+class InvalidMemory(InvalidValue):
+    """Text, category, namespace or expiry that a memory cannot have: HTTP 400
+    `VALIDATION_ERROR`, naming the field ("`category`: unknown category ...")."""
 
-    code = "INVALID_MEMORY"
-    http_status = 422
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"`{field}`: {problem}")
+        self.field = field
 
 
 class AlreadyLearned(Conflict):
@@ -74,12 +76,13 @@ class Namespace:
         kind, sep, scope = (text or "").strip().partition(":")
         if not sep or kind not in NAMESPACE_KINDS:
             raise InvalidMemory(
-                f"unknown namespace {text!r}: give user:<id>, workspace:<id> or team:<id>"
+                "namespace",
+                f"unknown namespace {text!r}: give user:<id>, workspace:<id> or team:<id>",
             )
         try:
             scope_id = UUID(scope)
         except ValueError:
-            raise InvalidMemory(f"namespace {text!r} does not end in an id") from None
+            raise InvalidMemory("namespace", f"namespace {text!r} does not end in an id") from None
         return cls(kind, scope_id)
 
 
@@ -103,27 +106,32 @@ class MemoryScope:
         for namespace in self.namespaces:
             if namespace.kind == (kind or "user"):
                 return namespace
-        raise InvalidMemory(f"unknown namespace {kind!r}: choose user, workspace or team")
+        raise InvalidMemory(
+            "namespace", f"unknown namespace {kind!r}: choose user, workspace or team"
+        )
 
 
 def check_text(text: object) -> str:
     """The memory's text, trimmed; `InvalidMemory` when empty or longer than `MAX_TEXT`."""
     if not isinstance(text, str):
-        raise InvalidMemory("a memory's text must be a string")
+        raise InvalidMemory("text", "a memory's text must be a string")
     trimmed = unicodedata.normalize("NFC", text).strip().replace("\x00", "")
     if not trimmed:
-        raise InvalidMemory("a memory's text is empty: say what to remember")
+        raise InvalidMemory("text", "a memory's text is empty: say what to remember")
     if len(trimmed) > MAX_TEXT:
         raise InvalidMemory(
+            "text",
             f"a memory's text has {len(trimmed)} characters; the limit is {MAX_TEXT}: "
-            "keep one fact or preference per memory"
+            "keep one fact or preference per memory",
         )
     return trimmed
 
 
 def check_category(category: object) -> MemoryCategory:
     if category not in CATEGORIES:
-        raise InvalidMemory(f"unknown category {category!r}: choose one of {', '.join(CATEGORIES)}")
+        raise InvalidMemory(
+            "category", f"unknown category {category!r}: choose one of {', '.join(CATEGORIES)}"
+        )
     return category
 
 
@@ -131,9 +139,11 @@ def check_expiry(expires_at: datetime | None, now: datetime) -> datetime | None:
     if expires_at is None:
         return None
     if expires_at.tzinfo is None:
-        raise InvalidMemory("an expiry needs a time zone (for example 2027-01-01T00:00:00Z)")
+        raise InvalidMemory(
+            "expires_at", "an expiry needs a time zone (for example 2027-01-01T00:00:00Z)"
+        )
     if expires_at <= now:
-        raise InvalidMemory("an expiry must be in the future")
+        raise InvalidMemory("expires_at", "an expiry must be in the future")
     return expires_at
 
 
@@ -153,9 +163,11 @@ class MemorySource:
 
     def __post_init__(self) -> None:
         if (self.session_id is None) != (self.version is None):
-            raise InvalidMemory("a session source names both the session and its version")
+            raise InvalidMemory("source", "a session source names both the session and its version")
         if self.document is not None and len(self.document) > MAX_DOCUMENT:
-            raise InvalidMemory(f"a document source has at most {MAX_DOCUMENT} characters")
+            raise InvalidMemory(
+                "source_document", f"a document source has at most {MAX_DOCUMENT} characters"
+            )
 
 
 @dataclass(frozen=True)

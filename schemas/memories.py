@@ -2,9 +2,9 @@
 (`/api/v1/search`). New fields always get defaults.
 
 Request fields that the domain checks (text, category, namespace, `k`) are plain
-strings and numbers here, so a wrong value answers 422 `INVALID_MEMORY` with the
-domain's explanation rather than a bare type error; a body of the wrong shape (a
-number for `text`, an unknown field) is a 400.
+strings and numbers here, so a wrong value answers 400 `VALIDATION_ERROR` naming the
+field with the domain's explanation rather than a bare type error, as a body of the
+wrong shape (a number for `text`, an unknown field) does.
 """
 
 from __future__ import annotations

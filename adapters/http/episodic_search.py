@@ -6,8 +6,9 @@ the caller's sessions are searched, so another user's or tenant's never appear; 
 `workspace_id` the caller may not see answers 404 like every workspace route.
 
 `from` and `to` are ISO 8601 dates or times (UTC when no zone is given; a date alone
-as `to` means through the end of that day). Bad parameters answer 422
-`INVALID_SEARCH`: an empty query, `k` outside 1..100, `from` after `to`.
+as `to` means through the end of that day). Bad parameters answer 400
+`VALIDATION_ERROR` naming the parameter: an empty query, `k` outside 1..100, `from`
+after `to`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from litestar import Controller, get
 from litestar.params import FromQuery, QueryParameter
 
 from adapters.http.deps import ApiDep, Caller
-from adapters.http.errors import ApiError
+from adapters.http.errors import invalid
 from adapters.http.read_your_writes import ViewWaiter
 from application.bridge import SyncBridge
 from application.memories import MAX_K
@@ -30,7 +31,6 @@ from projections.episodes import EpisodesView
 from schemas.memories import EpisodeHitOut, EpisodeHits
 
 DEFAULT_K = 20
-CODE = "INVALID_SEARCH"
 
 
 @dataclass(frozen=True)
@@ -96,10 +96,10 @@ class EpisodicSearchController(Controller):
         in one workspace if given, between `from` and `to` if given."""
         query = _query(q)
         if not 1 <= k <= MAX_K:
-            raise ApiError(422, f"k must be a whole number from 1 to {MAX_K}", CODE)
+            raise invalid("k", f"a whole number from 1 to {MAX_K}")
         first, last = _moment(start, "from", end_of_day=False), _moment(to, "to", end_of_day=True)
         if first is not None and last is not None and first > last:
-            raise ApiError(422, "`from` is after `to`", CODE)
+            raise invalid("from", "`from` is after `to`")
         if workspace_id is not None:
             await api.access.workspace(request.user, workspace_id)
         # Only where the caller (or its key) may still look.
@@ -113,13 +113,13 @@ class EpisodicSearchController(Controller):
 def _query(q: str) -> str:
     query = q.replace("\x00", "").strip()
     if not query:
-        raise ApiError(422, "a search needs a query: give `q`, what to look for", CODE)
+        raise invalid("q", "a search needs a query: give `q`, what to look for")
     if len(query) > MAX_TEXT:
-        raise ApiError(422, f"the query has {len(query)} characters; the limit is {MAX_TEXT}", CODE)
+        raise invalid("q", f"the query has {len(query)} characters; the limit is {MAX_TEXT}")
     try:
         query.encode("utf-8")
     except UnicodeEncodeError:
-        raise ApiError(422, "the query is not valid Unicode text", CODE) from None
+        raise invalid("q", "the query is not valid Unicode text") from None
     return query
 
 
@@ -134,9 +134,7 @@ def _moment(text: str | None, name: str, *, end_of_day: bool) -> datetime | None
             return datetime.combine(day, time(), UTC)
         moment = datetime.fromisoformat(raw)
     except ValueError:
-        raise ApiError(
-            422,
-            f"`{name}` is not an ISO 8601 date or time (like 2026-01-31 or 2026-01-31T12:00:00Z)",
-            CODE,
+        raise invalid(
+            name, "not an ISO 8601 date or time (like 2026-01-31 or 2026-01-31T12:00:00Z)"
         ) from None
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

@@ -221,7 +221,9 @@ class MemoryController(Controller):
 def _query(query: str) -> str:
     """The query as Postgres can hold it (no NUL), and no longer than a memory."""
     if len(query) > MAX_TEXT:
-        raise InvalidMemory(f"the query has {len(query)} characters; the limit is {MAX_TEXT}")
+        raise InvalidMemory(
+            "query", f"the query has {len(query)} characters; the limit is {MAX_TEXT}"
+        )
     return query.replace("\x00", "")
 
 
@@ -230,7 +232,9 @@ def _document(document: str | None) -> MemorySource:
     if document is None or not document.strip():
         return MemorySource()
     if any(ord(c) < 32 for c in document):
-        raise InvalidMemory("a document source is a path or URL, with no control characters")
+        raise InvalidMemory(
+            "source_document", "a document source is a path or URL, with no control characters"
+        )
     return MemorySource(document=document.strip())
 
 

@@ -267,8 +267,8 @@ def test_bad_input_gets_a_clear_4xx_and_writes_nothing(system: System, client: C
     kept = alice.remember("One memory that stays").json()
     past = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
     fine = {"text": "fine", "category": "knowledge"}
-    invalid, missing = (422, "INVALID_MEMORY"), (404, "NAMESPACE_NOT_FOUND")
-    malformed, bad_search = (400, "VALIDATION_ERROR"), (422, "INVALID_SEARCH")
+    invalid, missing = (400, "VALIDATION_ERROR"), (404, "NAMESPACE_NOT_FOUND")
+    malformed = bad_search = (400, "VALIDATION_ERROR")
     bodies: list[tuple[dict[str, object], tuple[int, str]]] = [
         ({**fine, "text": ""}, invalid),
         ({**fine, "text": " \n\t "}, invalid),
