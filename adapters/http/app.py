@@ -25,8 +25,8 @@ from adapters.http.api_keys import ApiKeyController
 from adapters.http.artifact_lookup import ArtifactLookup
 from adapters.http.artifacts import ArtifactController
 from adapters.http.auth import PUBLIC, BearerTokenAuthentication
-from adapters.http.bodies import JsonRequest
 from adapters.http.auth_routes import AuthController, WorkspaceController
+from adapters.http.bodies import JsonRequest
 from adapters.http.budgets import BudgetsController
 from adapters.http.chat import ChatController
 from adapters.http.cors import cors_config
