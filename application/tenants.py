@@ -32,6 +32,7 @@ class WorkspaceInfo:
     organization_id: UUID
     team_id: UUID
     role: Role
+    created_at: datetime
     settings: SessionSettings = field(default_factory=SessionSettings)
 
 
@@ -298,8 +299,9 @@ class Tenants(AccountStore):
         team_id, name = organization.workspaces[workspace_id]
         settings = SessionSettings.of(organization.workspace_settings.get(workspace_id))
         return WorkspaceInfo(
-            workspace_id, name, organization.id, team_id, capped(role, actor.role_cap), settings
-        )
+            workspace_id, name, organization.id, team_id, capped(role, actor.role_cap),
+            organization.workspace_created_at[workspace_id], settings,
+        )  # fmt: skip
 
     def _team_role(self, actor: Actor, organization: Organization, team_id: UUID) -> Role | None:
         if actor.workspace_id is not None:

@@ -8,6 +8,7 @@ organizations instead of scanning all of them.
 
 from __future__ import annotations
 
+from datetime import datetime
 from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
@@ -160,6 +161,11 @@ class Organization(Aggregate):
         team_id: UUID
         name: str
 
+        def apply(self, aggregate: Aggregate) -> None:
+            assert isinstance(aggregate, Organization)
+            aggregate.workspaces[self.workspace_id] = (self.team_id, self.name)
+            aggregate.workspace_created_at[self.workspace_id] = self.timestamp
+
     class TeamMemberAdded(Aggregate.Event):
         team_id: UUID
         user_id: UUID
@@ -196,6 +202,7 @@ class Organization(Aggregate):
         self.team_members: dict[UUID, dict[UUID, Role]] = {}
         self.workspaces: dict[UUID, tuple[UUID, str]] = {}
         self.workspace_settings: dict[UUID, dict[str, object]] = {}
+        self.workspace_created_at: dict[UUID, datetime] = {}
 
     @classmethod
     def create(cls, name: str, owner_id: UUID) -> Organization:
@@ -273,11 +280,10 @@ class Organization(Aggregate):
             raise InvalidCommand(f"team {team_id} is not in organization {self.id}")
         if workspace_id in self.workspaces:
             raise InvalidCommand(f"workspace {workspace_id} already exists")
-        self._workspace_created(workspace_id, team_id, check_name(name, "workspace name"))
-
-    @event(WorkspaceCreated)
-    def _workspace_created(self, workspace_id: UUID, team_id: UUID, name: str) -> None:
-        self.workspaces[workspace_id] = (team_id, name)
+        checked = check_name(name, "workspace name")
+        self.trigger_event(
+            self.WorkspaceCreated, workspace_id=workspace_id, team_id=team_id, name=checked
+        )
 
     def rename_workspace(self, workspace_id: UUID, name: str) -> None:
         _, current = self._workspace(workspace_id)
@@ -353,6 +359,7 @@ class Organization(Aggregate):
         for workspace_id in [w for w, (t, _) in self.workspaces.items() if t == team_id]:
             del self.workspaces[workspace_id]
             self.workspace_settings.pop(workspace_id, None)
+            self.workspace_created_at.pop(workspace_id, None)
 
     def _team(self, team_id: UUID) -> str:
         name = self.teams.get(team_id)

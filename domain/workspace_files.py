@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from datetime import datetime
 from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
@@ -78,6 +79,8 @@ class WorkspaceFile:
     version: int  # 1 when made; each later write adds one
     created_by: Author
     updated_by: Author
+    created_at: datetime
+    updated_at: datetime
 
     @property
     def name(self) -> str:
@@ -98,6 +101,10 @@ class WorkspaceFolder(Aggregate):
         media_type: str
         user_id: UUID
 
+        def apply(self, aggregate: Aggregate) -> None:
+            assert isinstance(aggregate, WorkspaceFolder)
+            aggregate.put(self, ByUser(self.user_id))
+
     class FileWritten(Aggregate.Event):
         file_id: UUID
         path: str
@@ -105,6 +112,10 @@ class WorkspaceFolder(Aggregate):
         size: int
         media_type: str
         session_id: UUID
+
+        def apply(self, aggregate: Aggregate) -> None:
+            assert isinstance(aggregate, WorkspaceFolder)
+            aggregate.put(self, ByAgent(self.session_id))
 
     class FileDeleted(Aggregate.Event):
         file_id: UUID
@@ -180,11 +191,15 @@ class WorkspaceFolder(Aggregate):
         ):
             return current
         file_id = current.file_id if current else uuid5(self.id, f"{self.version + 1}")
+        fields = {
+            "file_id": file_id, "path": path, "blob_ref": blob_ref, "size": size,
+            "media_type": media_type,
+        }  # fmt: skip
         match by:
             case ByUser(user_id=user_id):
-                self._uploaded(file_id, path, blob_ref, size, media_type, user_id)
+                self.trigger_event(self.FileUploaded, **fields, user_id=user_id)
             case ByAgent(session_id=session_id):
-                self._written(file_id, path, blob_ref, size, media_type, session_id)
+                self.trigger_event(self.FileWritten, **fields, session_id=session_id)
         return self.files[path]
 
     def delete(self, file: WorkspaceFile, by: Author) -> None:
@@ -196,39 +211,19 @@ class WorkspaceFolder(Aggregate):
             case ByAgent(session_id=session_id):
                 self._deleted(file.file_id, file.path, None, session_id)
 
-    @event(FileUploaded)
-    def _uploaded(
-        self, file_id: UUID, path: str, blob_ref: str, size: int, media_type: str, user_id: UUID
-    ) -> None:
-        self._put(file_id, path, blob_ref, size, media_type, ByUser(user_id))
-
-    @event(FileWritten)
-    def _written(
-        self,
-        file_id: UUID,
-        path: str,
-        blob_ref: str,
-        size: int,
-        media_type: str,
-        session_id: UUID,
-    ) -> None:
-        self._put(file_id, path, blob_ref, size, media_type, ByAgent(session_id))
-
-    def _put(
-        self, file_id: UUID, path: str, blob_ref: str, size: int, media_type: str, by: Author
-    ) -> None:
-        current = self.files.get(path)
+    def put(self, e: FileUploaded | FileWritten, by: Author) -> None:
+        """Apply a write: the file made at version 1, or its next version."""
+        current = self.files.get(e.path)
         if current is None:
-            self.files[path] = WorkspaceFile(file_id, path, blob_ref, size, media_type, 1, by, by)
+            self.files[e.path] = WorkspaceFile(
+                e.file_id, e.path, e.blob_ref, e.size, e.media_type, 1, by, by, e.timestamp,
+                e.timestamp,
+            )  # fmt: skip
         else:
-            self.files[path] = replace(
-                current,
-                blob_ref=blob_ref,
-                size=size,
-                media_type=media_type,
-                version=current.version + 1,
-                updated_by=by,
-            )
+            self.files[e.path] = replace(
+                current, blob_ref=e.blob_ref, size=e.size, media_type=e.media_type,
+                version=current.version + 1, updated_by=by, updated_at=e.timestamp,
+            )  # fmt: skip
 
     @event(FileDeleted)
     def _deleted(

@@ -14,7 +14,7 @@ from domain.values import SessionSettings
 
 # A workspace row with the user's two roles: over its organization, and in its team.
 WORKSPACES = """
-    SELECT w.workspace_id, w.name, w.organization_id, w.team_id, w.settings,
+    SELECT w.workspace_id, w.name, w.organization_id, w.team_id, w.settings, w.created_at,
            m.role AS org_role, tm.role AS team_role
     FROM accounts_members m
     JOIN accounts_workspaces w ON w.organization_id = m.organization_id
@@ -84,7 +84,8 @@ class AccountQueries:
             found.append(
                 WorkspaceInfo(
                     r["workspace_id"], r["name"], r["organization_id"], r["team_id"],
-                    capped(role, actor.role_cap), SessionSettings.of(r["settings"]),
+                    capped(role, actor.role_cap), r["created_at"],
+                    SessionSettings.of(r["settings"]),
                 )
             )  # fmt: skip
         return found

@@ -8,6 +8,7 @@ The workspace of each session is kept too: what a tenant check starts from.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import assert_never
@@ -87,6 +88,8 @@ class ArtifactsView(SessionView):
         )""",
         "CREATE INDEX IF NOT EXISTS artifacts_view_by_session "
         "ON artifacts_view (session_id, version)",
+        "CREATE INDEX IF NOT EXISTS artifacts_view_by_workspace "
+        "ON artifacts_view (workspace_id, created_at, version, artifact_id)",
         # A deck gets a version per change; the row above is its latest.
         "ALTER TABLE artifacts_view ADD COLUMN IF NOT EXISTS latest_version integer "
         "NOT NULL DEFAULT 1",
@@ -154,12 +157,31 @@ class ArtifactsView(SessionView):
             ).fetchall()
         return [ArtifactVersion(**r) for r in rows]
 
-    def of_session(self, session_id: UUID) -> list[ArtifactRow]:
+    def listing(
+        self,
+        workspace_ids: Sequence[UUID],
+        *,
+        session_id: UUID | None = None,
+        kind: str | None = None,
+        after: tuple[datetime, int, UUID] | None = None,
+        limit: int = 50,
+    ) -> list[ArtifactRow]:
+        """Artifacts of the workspaces (of one session, of one kind) in the order they
+        were made, after the (created_at, version, artifact_id) `after`."""
+        where: list[str] = ["workspace_id = ANY(%s)"]
+        params: list[object] = [list(workspace_ids)]
+        for column, value in (("session_id", session_id), ("kind", kind)):
+            if value is not None:
+                where.append(f"{column} = %s")
+                params.append(value)
+        if after is not None:
+            where.append("(created_at, version, artifact_id) > (%s, %s, %s)")
+            params.extend(after)
         with self.datastore.get_connection() as conn:
             rows = conn.execute(
-                f"SELECT {COLUMNS} FROM artifacts_view "  # noqa: S608
-                "WHERE session_id = %s ORDER BY version",
-                (session_id,),
+                f"SELECT {COLUMNS} FROM artifacts_view WHERE {' AND '.join(where)} "  # noqa: S608
+                "ORDER BY created_at, version, artifact_id LIMIT %s",
+                (*params, limit),
             ).fetchall()
         return [ArtifactRow(**r) for r in rows]
 

@@ -253,21 +253,24 @@ class MemoriesView(View):
         *,
         category: str | None = None,
         limit: int,
-        offset: int,
+        after: tuple[datetime, UUID] | None = None,
         include_expired: bool = False,
     ) -> tuple[list[MemoryRow], int]:
-        """A page of the namespaces' memories, newest first, and how many there are."""
+        """A page of the namespaces' memories, newest first, after the (created_at,
+        memory_id) `after`; and how many there are."""
         where = (
             "namespace = ANY(%(namespaces)s) "
             "AND (%(category)s::text IS NULL OR category = %(category)s) "
             "AND (%(all)s OR expires_at IS NULL OR expires_at > now())"
         )
         params = {"namespaces": list(namespaces), "category": category, "all": include_expired}
+        page = where if after is None else where + " AND (created_at, memory_id) < (%(at)s, %(id)s)"
+        at, memory_id = after or (None, None)
         with self.datastore.transaction() as curs:
             curs.execute(
-                f"SELECT {COLUMNS} FROM memories WHERE {where} "  # noqa: S608
-                "ORDER BY created_at DESC, memory_id DESC LIMIT %(limit)s OFFSET %(offset)s",
-                {**params, "limit": limit, "offset": offset},
+                f"SELECT {COLUMNS} FROM memories WHERE {page} "  # noqa: S608
+                "ORDER BY created_at DESC, memory_id DESC LIMIT %(limit)s",
+                {**params, "limit": limit, "at": at, "id": memory_id},
             )
             rows = [MemoryRow(**r) for r in curs.fetchall()]
             curs.execute(f"SELECT count(*) AS n FROM memories WHERE {where}", params)  # noqa: S608

@@ -116,10 +116,10 @@ class SessionsView(SessionView):
         status: str | None = None,
         include_archived: bool = False,
         limit: int = 20,
-        offset: int = 0,
+        after: tuple[datetime, UUID] | None = None,
     ) -> tuple[list[SessionSummary], int]:
-        """A page of a workspace's (or several's) sessions, newest activity first, and the
-        total."""
+        """A page of a workspace's (or several's) sessions, newest activity first, after
+        the (last_activity_at, session_id) `after`; and how many there are in all."""
         ids = [workspace_id] if isinstance(workspace_id, UUID) else list(workspace_id)
         where = "workspace_id = ANY(%s)"
         params: list[object] = [ids]
@@ -128,22 +128,31 @@ class SessionsView(SessionView):
         if status is not None:
             where += " AND status = %s"
             params.append(status)
+        page_where, page_params = where, list(params)
+        if after is not None:
+            page_where += " AND (last_activity_at, %s) < (%s, session_id)"
+            page_params += [after[1], after[0]]
         with self.datastore.get_connection() as conn:
             rows = conn.execute(
-                f"SELECT {COLUMNS}, count(*) OVER () AS total FROM sessions_view "
-                f"WHERE {where} ORDER BY last_activity_at DESC, session_id "
-                "LIMIT %s OFFSET %s",
-                (*params, limit, offset),
+                f"SELECT {COLUMNS} FROM sessions_view WHERE {page_where} "  # noqa: S608
+                "ORDER BY last_activity_at DESC, session_id LIMIT %s",
+                (*page_params, limit),
             ).fetchall()
-            if rows:
-                total = int(rows[0]["total"])
-            else:
-                count = conn.execute(
-                    f"SELECT count(*) AS n FROM sessions_view WHERE {where}",
-                    params,
-                ).fetchone()
-                total = int(count["n"]) if count else 0
-        return [SessionSummary(**{k: v for k, v in r.items() if k != "total"}) for r in rows], total
+            count = conn.execute(
+                f"SELECT count(*) AS n FROM sessions_view WHERE {where}",  # noqa: S608
+                params,
+            ).fetchone()
+        return [SessionSummary(**r) for r in rows], int(count["n"]) if count else 0
+
+    def session_counts(self, workspace_ids: Sequence[UUID]) -> dict[UUID, int]:
+        """How many sessions (archived ones left out) each workspace holds."""
+        with self.datastore.get_connection() as conn:
+            rows = conn.execute(
+                "SELECT workspace_id, count(*) AS n FROM sessions_view "
+                "WHERE workspace_id = ANY(%s) AND NOT archived GROUP BY workspace_id",
+                (list(workspace_ids),),
+            ).fetchall()
+        return {r["workspace_id"]: int(r["n"]) for r in rows}
 
     def all_rows(self) -> list[dict[str, object]]:
         """Every row, ordered (for comparing a rebuilt view with the live one)."""

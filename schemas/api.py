@@ -9,7 +9,8 @@ from uuid import UUID
 import msgspec
 from msgspec import Meta
 
-from schemas.sse import Citation, JsonValue, ToolUse
+from schemas.artifacts import ArtifactOut
+from schemas.sse import Citation, JsonValue
 
 # Some visible character, and no NUL (Postgres text cannot hold it).
 VISIBLE = r"^[^\x00]*\S[^\x00]*$"
@@ -67,13 +68,21 @@ class WorkspaceBody(msgspec.Struct, forbid_unknown_fields=True):
     team_id: UUID | None = None
 
 
-class WorkspaceOut(msgspec.Struct):
+class WorkspaceOut(msgspec.Struct, kw_only=True):
     id: UUID
     name: str
     organization_id: UUID
     team_id: UUID
-    role: str
+    role: str  # the caller's
+    created_at: datetime
+    session_count: int = 0  # its sessions, archived ones left out
     settings: SessionSettings | None = None  # the defaults of its new sessions
+
+
+class WorkspacePage(msgspec.Struct):
+    """The caller's workspaces: organizations in joining order, then creation order."""
+
+    items: list[WorkspaceOut]
 
 
 # -- sessions -------------------------------------------------------------------
@@ -126,8 +135,13 @@ class SessionOut(msgspec.Struct):
     failure_count: int = 0
     tokens: Tokens | None = None
     active_run_id: UUID | None = None
-    details: SessionDetails | None = None
     archived: bool = False  # deleted (`DELETE /sessions/{id}`): out of the lists, log kept
+    # With `include_details=true`: the active skill (None: none), the last messages
+    # (`messages_limit`), the artifacts, and the rest of the session's own settings.
+    skill_id: str | None = None
+    messages: list[MessageOut] | None = None
+    artifacts: list[ArtifactOut] | None = None
+    details: SessionDetails | None = None
 
 
 class SessionDetails(msgspec.Struct):
@@ -140,29 +154,52 @@ class SessionDetails(msgspec.Struct):
 
 
 class SessionPage(msgspec.Struct):
+    """Sessions, latest activity first; `next_cursor` gives the next page (None: none)."""
+
     items: list[SessionOut]
     total: int
     limit: int
-    offset: int
+    next_cursor: str | None
 
 
-class MessageOut(msgspec.Struct):
+ToolCallStatus = Literal["pending", "running", "success", "error", "cancelled"]
+
+
+class ToolCallOut(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A tool call of an assistant message, and how it ended (`status`): `pending` while
+    it waits (for its turn or an approval), `running` while its run performs it."""
+
+    id: str
+    name: str
+    args: dict[str, JsonValue]
+    status: ToolCallStatus
+    result: str | None = None  # what the model read back (a summary for long outputs)
+    error: str | None = None
+    duration_ms: int | None = None
+
+
+class MessageOut(msgspec.Struct, kw_only=True):
     """A message; its `id` is what a run's SSE `done.message_id` names."""
 
     id: str
-    version: int
+    session_id: UUID
+    version: int  # the session version of its event (the SSE id)
     role: Literal["user", "assistant"]
     content: str
-    timestamp: datetime
+    created_at: datetime
+    tool_calls: list[ToolCallOut] = msgspec.field(default_factory=list)
+    citations: list[Citation] = msgspec.field(default_factory=list)  # `index` = `[n]`
     thinking: str | None = None
-    tool_calls: list[ToolUse] | None = None
-    citations: list[Citation] | None = None  # the sources it cites (`index` = `[n]`)
     unresolved_citations: list[int] | None = None  # `[n]` naming no source: not links
 
 
 class MessagePage(msgspec.Struct):
+    """Messages, oldest first: the last `limit` before `cursor`; `next_cursor` gives the
+    page before this one (None: this page starts the conversation)."""
+
     items: list[MessageOut]
     total: int
+    next_cursor: str | None
 
 
 class ForkBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -254,7 +291,7 @@ class AuditEvent(msgspec.Struct):
 
 class AuditPage(msgspec.Struct):
     items: list[AuditEvent]
-    next_after: int | None
+    next_cursor: str | None
     limit: int
 
 

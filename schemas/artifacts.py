@@ -9,21 +9,35 @@ from uuid import UUID
 import msgspec
 from msgspec import Meta
 
+ArtifactType = Literal["report", "ppt", "code", "file"]
+
 
 class ArtifactOut(msgspec.Struct, kw_only=True):
-    """An artifact's metadata; its bytes are at `/artifacts/{id}/download`."""
+    """An artifact at its latest version; its bytes are at `download_url`."""
 
     id: UUID
     session_id: UUID
-    kind: Literal["report", "ppt", "code", "file"]
+    type: ArtifactType
     name: str
     size: int  # bytes
-    sha256: str
     media_type: str
+    sha256: str
+    # The artifact's version, from 1: a deck gets one per change
+    # (`/artifacts/{id}/versions`); anything else has 1.
+    version: int
+    latest_version: int
     created_at: datetime
-    version: int  # the session version of its `ArtifactCreated` event (the SSE id)
-    # A deck has a version per change, from 1 (`/artifacts/{id}/versions`); others have 1.
-    latest_version: int = 1
+    download_url: str
+    preview_url: str | None  # None: no preview for its type (download it)
+    # `session_version`: the version of the session event that made it (the SSE id).
+    metadata: dict[str, str | int]
+
+
+class ArtifactPage(msgspec.Struct):
+    """Artifacts in the order they were made; `next_cursor` gives the next page."""
+
+    items: list[ArtifactOut]
+    next_cursor: str | None
 
 
 class ArtifactVersionOut(msgspec.Struct, kw_only=True):

@@ -88,6 +88,7 @@ class MemoryPage(msgspec.Struct, kw_only=True):
 
     items: list[MemoryOut]
     total: int
+    next_cursor: str | None  # the next page's (None: this is the last)
 
 
 class MemoryHitOut(msgspec.Struct, kw_only=True):

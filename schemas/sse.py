@@ -319,6 +319,7 @@ class Artifact(Stored, tag="artifact", frozen=True):
     artifact_version: int = 1
     change: DeckChange | None = None
     page_index: int | None = None  # the slide it changed, from 1
+    download_url: str | None = None  # its bytes at this version
 
 
 SsePayload: TypeAlias = (

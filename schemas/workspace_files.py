@@ -26,15 +26,17 @@ class WorkspaceFileOut(msgspec.Struct, kw_only=True):
     name: str  # the path's last part
     size: int  # bytes
     sha256: str
-    media_type: str
+    type: str  # its media type
     version: int  # 1 when made; each later write adds one
-    created_at: datetime | None = None  # unknown in an answer from the write side
-    updated_at: datetime | None = None
+    created_at: datetime
+    updated_at: datetime
     created_by: FileAuthor
     updated_by: FileAuthor
+    url: str  # its bytes
 
 
 class WorkspaceFilePage(msgspec.Struct):
-    """The workspace's files, by path."""
+    """The workspace's files, by path; `next_cursor` gives the next page (None: none)."""
 
     items: list[WorkspaceFileOut]
+    next_cursor: str | None

@@ -30,6 +30,7 @@ from adapters.http.bodies import JsonRequest
 from adapters.http.budgets import BudgetsController
 from adapters.http.chat import ChatController
 from adapters.http.cors import cors_config
+from adapters.http.cursors import Cursors
 from adapters.http.deck_pages import DeckController, DeckPages
 from adapters.http.deps import Access, Api, ReadModels
 from adapters.http.episodic_search import Episodes, EpisodicSearchController
@@ -315,6 +316,7 @@ def _api(
         episodes=_episodes(container, views.waiter),
         memory=_memory(container, views.waiter),
         key_uses=key_uses,
+        cursors=Cursors.of(container.settings.signing_secret()),
     )
 
 

@@ -11,6 +11,7 @@ announced (a slide regenerated, then its versions asked for).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from uuid import UUID
 
 from adapters.http.deps import Access, Caller
@@ -40,6 +41,21 @@ class ArtifactLookup:
         except SessionNotFound:
             raise _not_found(artifact_id) from None
         return row
+
+    async def listing(
+        self,
+        workspace_ids: list[UUID],
+        session_id: UUID | None,
+        kind: str | None,
+        after: tuple[datetime, int, UUID] | None,
+        limit: int,
+    ) -> list[ArtifactRow]:
+        """Artifacts of workspaces the caller may see (checked by the caller)."""
+        await self.waiter.caught_up(ArtifactsView.name)
+        return await self.bridge(
+            self.view.listing, workspace_ids, session_id=session_id, kind=kind, after=after,
+            limit=limit,
+        )  # fmt: skip
 
     async def version(self, row: ArtifactRow, version: int | None) -> ArtifactVersion:
         """Version `version` of the artifact (from 1; None: its latest)."""

@@ -10,17 +10,21 @@ from uuid import UUID
 
 import pypdf
 from litestar import Controller, Response, get
-from litestar.params import FromPath, QueryParameter
+from litestar.params import FromPath, FromQuery, QueryParameter
 from pypdf.errors import PyPdfError
 
+from adapters.http.artifact_urls import TEXT_TYPES, bare_type, download_url, preview_url
+from adapters.http.cursors import Position, instant
 from adapters.http.deck_pages import deck_pdf
-from adapters.http.deps import ApiDep, Caller
+from adapters.http.deps import Api, ApiDep, Caller
 from adapters.http.downloads import content_disposition, download
 from adapters.http.errors import ApiError
 from domain.decks import PPTX
 from projections.artifacts import ArtifactRow, ArtifactVersion
 from schemas.artifacts import (
     ArtifactOut,
+    ArtifactPage,
+    ArtifactType,
     ArtifactVersionOut,
     ArtifactVersions,
     MarkdownPreview,
@@ -28,12 +32,36 @@ from schemas.artifacts import (
     Preview,
 )
 
-TEXT_TYPES = ("text/", "application/json", "application/x-yaml", "application/yaml")
+MAX_PAGE = 200
 
 
 class ArtifactController(Controller):
     path = "/api/v1/artifacts"
     tags = ["artifacts"]
+
+    @get("/")
+    async def list_artifacts(
+        self,
+        request: Caller,
+        api: ApiDep,
+        session_id: FromQuery[UUID | None] = None,
+        workspace_id: FromQuery[UUID | None] = None,
+        type: FromQuery[ArtifactType | None] = None,  # noqa: A002 (the seed's name)
+        limit: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE)] = 50,
+        cursor: Annotated[str | None, QueryParameter(max_length=500)] = None,
+    ) -> ArtifactPage:
+        """Artifacts in the order they were made, each at its latest version: of a session
+        (`session_id`), of a workspace (`workspace_id`), or of every workspace the caller
+        sees; `type` keeps one kind."""
+        if session_id is not None:
+            scope = [await api.access.session_workspace(request.user, session_id)]
+        elif workspace_id is not None:
+            await api.access.workspace(request.user, workspace_id)
+            scope = [workspace_id]
+        else:
+            mine = await api.bridge(api.workspaces.workspaces_of, request.user)
+            scope = [w.workspace_id for w in mine]
+        return await artifact_page(api, scope, session_id, type, cursor, limit)
 
     @get("/{artifact_id:uuid}")
     async def artifact(
@@ -95,7 +123,7 @@ class ArtifactController(Controller):
         row = await api.artifacts.find(request, artifact_id)
         if row.kind == "ppt" and row.media_type == PPTX:
             return await api.decks.preview(row, await api.artifacts.version(row, version))
-        media_type = row.media_type.split(";", 1)[0].strip().lower()
+        media_type = bare_type(row.media_type)
         if media_type == "application/pdf":
             data = await api.blobs.get(row.blob_ref)
             return Response(PdfPreview(await asyncio.to_thread(pdf_pages, data)))
@@ -108,11 +136,37 @@ class ArtifactController(Controller):
         )
 
 
+async def artifact_page(
+    api: Api,
+    workspace_ids: list[UUID],
+    session_id: UUID | None,
+    kind: str | None,
+    cursor: str | None,
+    limit: int,
+) -> ArtifactPage:
+    """A page of the artifacts of `workspace_ids` (the caller's to see: checked by it)."""
+    after = api.cursors.read("artifacts", cursor)
+    position = None
+    if after is not None:
+        at, version, artifact_id = after
+        position = (instant(at), int(version), UUID(str(artifact_id)))
+    rows = await api.artifacts.listing(workspace_ids, session_id, kind, position, limit + 1)
+    taken, next_cursor = api.cursors.cut("artifacts", rows, limit, _position)
+    return ArtifactPage(items=[artifact_out(r) for r in taken], next_cursor=next_cursor)
+
+
+def _position(row: ArtifactRow) -> Position:
+    return (row.created_at.isoformat(), row.version, str(row.artifact_id))
+
+
 def artifact_out(row: ArtifactRow) -> ArtifactOut:
     return ArtifactOut(
-        id=row.artifact_id, session_id=row.session_id, kind=row.kind, name=row.name,
-        size=row.size, sha256=row.sha256, media_type=row.media_type,
-        created_at=row.created_at, version=row.version, latest_version=row.latest_version,
+        id=row.artifact_id, session_id=row.session_id, type=row.kind, name=row.name,
+        size=row.size, media_type=row.media_type, sha256=row.sha256,
+        version=row.latest_version, latest_version=row.latest_version,
+        created_at=row.created_at, download_url=download_url(row.artifact_id),
+        preview_url=preview_url(row.artifact_id, row.kind, row.media_type),
+        metadata={"session_version": row.version},
     )  # fmt: skip
 
 

@@ -10,7 +10,7 @@ from litestar.params import FromPath, JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 from msgspec import convert, to_builtins
 
-from adapters.http.deps import ApiDep, Caller
+from adapters.http.deps import Api, ApiDep, Caller
 from adapters.http.login_limits import client_address, login_limits
 from application.accounts import TokenPair, WorkspaceInfo
 from domain.account_errors import EmailTaken
@@ -25,6 +25,7 @@ from schemas.api import (
     TokenOut,
     WorkspaceBody,
     WorkspaceOut,
+    WorkspacePage,
 )
 from schemas.teams import WorkspacePatch
 
@@ -106,10 +107,10 @@ class WorkspaceController(Controller):
         self,
         request: Caller,
         api: ApiDep,
-    ) -> list[WorkspaceOut]:
-        """The caller's workspaces, with its role in each."""
+    ) -> WorkspacePage:
+        """The caller's workspaces, with its role and how many sessions each holds."""
         found = await api.bridge(api.workspaces.workspaces_of, request.user)
-        return [workspace_out(w) for w in found]
+        return WorkspacePage(await workspaces_out(api, found))
 
     @post("/", status_code=HTTP_201_CREATED)
     async def create_workspace(
@@ -127,7 +128,7 @@ class WorkspaceController(Controller):
             organization_id=data.organization_id,
             team_id=data.team_id,
         )
-        return workspace_out(created)
+        return workspace_out(created, 0)
 
     @patch("/{workspace_id:uuid}")
     async def change_workspace(
@@ -147,9 +148,17 @@ class WorkspaceController(Controller):
             api.accounts.change_workspace, request.user, workspace_id, name=data.name,
             settings=settings,
         )  # fmt: skip
-        return workspace_out(changed)
+        return (await workspaces_out(api, [changed]))[0]
 
 
-def workspace_out(w: WorkspaceInfo) -> WorkspaceOut:
-    settings = convert(w.settings.to_json(), wire.SessionSettings)
-    return WorkspaceOut(w.workspace_id, w.name, w.organization_id, w.team_id, w.role, settings)
+async def workspaces_out(api: Api, found: list[WorkspaceInfo]) -> list[WorkspaceOut]:
+    counts = await api.bridge(api.views.sessions.session_counts, [w.workspace_id for w in found])
+    return [workspace_out(w, counts.get(w.workspace_id, 0)) for w in found]
+
+
+def workspace_out(w: WorkspaceInfo, session_count: int) -> WorkspaceOut:
+    return WorkspaceOut(
+        id=w.workspace_id, name=w.name, organization_id=w.organization_id, team_id=w.team_id,
+        role=w.role, created_at=w.created_at, session_count=session_count,
+        settings=convert(w.settings.to_json(), wire.SessionSettings),
+    )  # fmt: skip

@@ -26,6 +26,7 @@ from projections.working_memory import WorkingMemoryView
 
 if TYPE_CHECKING:  # `Api`'s field types only (the handlers' modules import this one)
     from adapters.http.artifact_lookup import ArtifactLookup
+    from adapters.http.cursors import Cursors
     from adapters.http.deck_pages import DeckPages
     from adapters.http.episodic_search import Episodes
     from adapters.http.memories import MemoryApi
@@ -188,6 +189,7 @@ class Api:
     episodes: Episodes  # episodic search
     memory: MemoryApi  # long-term memory
     key_uses: ApiKeyUses  # how often each API key was used
+    cursors: Cursors  # the lists' page cursors
 
 
 ApiDep = NamedDependency[SkipValidation[Api]]  # provided as is: nothing to validate

@@ -30,6 +30,7 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
+from adapters.http.cursors import latest_first
 from adapters.http.deps import ApiDep, Caller
 from adapters.http.read_your_writes import ViewWaiter
 from application.bridge import SyncBridge
@@ -61,7 +62,6 @@ from schemas.memories import (
 )
 
 MAX_PAGE = 200
-MAX_OFFSET = 10**9  # far past any listing, well inside Postgres's bigint
 
 
 @dataclass(frozen=True)
@@ -151,10 +151,11 @@ class MemoryController(Controller):
         namespace: FromQuery[str | None] = None,
         category: FromQuery[str | None] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE)] = 50,
-        offset: Annotated[int, QueryParameter(ge=0, le=MAX_OFFSET)] = 0,
+        cursor: Annotated[str | None, QueryParameter(max_length=500)] = None,
     ) -> MemoryPage:
         """The memories of `namespace` (default: every namespace the caller may read),
-        of one `category` if given, with how many there are in all."""
+        of one `category` if given, newest first, with how many there are in all."""
+        position = latest_first(api.cursors.read("memories", cursor))
         namespaces = await api.memory.readable(request.user, namespace)
         wanted = check_category(category) if category is not None else None
         await api.memory.waiter.caught_up(MemoriesView.name)
@@ -162,10 +163,13 @@ class MemoryController(Controller):
             api.memory.view.listing,
             [str(n) for n in namespaces],
             category=wanted,
-            limit=limit,
-            offset=offset,
+            limit=limit + 1,
+            after=position,
         )
-        return MemoryPage(items=[_row_out(row) for row in rows], total=total)
+        taken, next_cursor = api.cursors.cut(
+            "memories", rows, limit, lambda r: (r.created_at.isoformat(), str(r.memory_id))
+        )
+        return MemoryPage(items=[_row_out(r) for r in taken], total=total, next_cursor=next_cursor)
 
     @get("/{memory_id:uuid}")
     async def read(self, memory_id: FromPath[UUID], request: Caller, api: ApiDep) -> MemoryOut:

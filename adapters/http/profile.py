@@ -6,8 +6,8 @@ import msgspec
 from litestar import Controller, get, patch, post
 from litestar.params import JSONBody
 
-from adapters.http.auth_routes import workspace_out
-from adapters.http.deps import ApiDep, Caller
+from adapters.http.auth_routes import workspaces_out
+from adapters.http.deps import Api, ApiDep, Caller
 from adapters.http.login_limits import client_address, login_limits
 from application.tenants import Profile
 from application.tokens import Principal
@@ -26,7 +26,7 @@ class ProfileController(Controller):
     async def me(self, request: Caller, api: ApiDep) -> wire.MeOut:
         """The caller's profile, and its organizations, teams and workspaces (with its
         role in each; through an API key, as far as the key reaches)."""
-        return _me(await api.bridge(api.accounts.profile, request.user))
+        return await _me(api, await api.bridge(api.accounts.profile, request.user))
 
     @patch("/me")
     async def change_me(
@@ -40,7 +40,7 @@ class ProfileController(Controller):
             api.accounts.change_profile, request.user.user_id, name=data.name,
             avatar_url=avatar, preferences=data.preferences,
         )  # fmt: skip
-        return _me(await api.bridge(api.accounts.profile, request.user))
+        return await _me(api, await api.bridge(api.accounts.profile, request.user))
 
     @post("/password", status_code=200)
     async def change_password(
@@ -66,7 +66,7 @@ def _login_only(principal: Principal, what: str) -> None:
         raise Forbidden(f"an API key cannot {what}; log in to do it")
 
 
-def _me(p: Profile) -> wire.MeOut:
+async def _me(api: Api, p: Profile) -> wire.MeOut:
     return wire.MeOut(
         id=p.user_id,
         email=p.email,
@@ -77,5 +77,5 @@ def _me(p: Profile) -> wire.MeOut:
             wire.OrganizationOut(o.organization_id, o.name, o.role) for o in p.organizations
         ],
         teams=[wire.TeamOut(t.team_id, t.name, t.organization_id, t.role) for t in p.teams],
-        workspaces=[workspace_out(w) for w in p.workspaces],
+        workspaces=await workspaces_out(api, p.workspaces),
     )

@@ -53,16 +53,21 @@ class StreamController(Controller):
         after: Annotated[int, QueryParameter(ge=0, le=2**62)] = 0,
         limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
         event_type: Annotated[str | None, QueryParameter(name="type", max_length=100)] = None,
+        cursor: Annotated[str | None, QueryParameter(max_length=500)] = None,
     ) -> AuditPage:
-        """The raw events, paginated by version (`after`), filterable by type."""
+        """The raw events in order, from after version `after` (an SSE id), filterable by
+        type; `cursor` (the `next_cursor` of the page before) goes on from there."""
+        position = api.cursors.read("events", cursor)
+        after = after if position is None else int(position[0])
         await api.access.session_workspace(request.user, session_id)
         wanted = None if event_type is None else EVENT_CLASSES.get(event_type)
         if event_type is not None and wanted is None:
             raise invalid("type", f"no event type {event_type!r}")
         events = await api.bridge(_page, api.sessions, session_id, after, limit, wanted)
         items = [audit_event(e) for e in events]
-        next_after = items[-1].version if len(items) == limit else None
-        return AuditPage(items, next_after, limit)
+        more = len(items) == limit
+        next_cursor = api.cursors.issue("events", (items[-1].version,)) if more else None
+        return AuditPage(items, next_cursor, limit)
 
     @get("/{session_id:uuid}/hitl/pending")
     async def pending(

@@ -14,18 +14,18 @@ from litestar import Controller, delete, get, patch, post
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
+from adapters.http.artifacts import MAX_PAGE, artifact_page
+from adapters.http.cursors import latest_first
 from adapters.http.deps import Api, ApiDep, Caller
-from adapters.http.sse import message_of, payloads
+from adapters.http.session_messages import MAX_MESSAGES, active_skill, messages_of
 from application.receipt import Receipt
 from application.sessions import SessionService
 from domain.events import SessionEvent
 from domain.session import AgentSession
 from domain.values import SessionSettings, check_thinking_budget
 from projections.sessions import SessionSummary
-from schemas import sse
 from schemas.api import (
     ForkBody,
-    MessageOut,
     MessagePage,
     SessionCreate,
     SessionDetails,
@@ -35,6 +35,7 @@ from schemas.api import (
     Status,
     Tokens,
 )
+from schemas.artifacts import ArtifactPage
 
 
 class SessionController(Controller):
@@ -72,21 +73,27 @@ class SessionController(Controller):
         api: ApiDep,
         workspace_id: FromQuery[UUID | None] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=100)] = 20,
-        offset: Annotated[int, QueryParameter(ge=0, le=1_000_000_000)] = 0,
+        cursor: Annotated[str | None, QueryParameter(max_length=500)] = None,
         status: FromQuery[Status | None] = None,
     ) -> SessionPage:
-        """A workspace's sessions; without `workspace_id`, the caller's in all of theirs."""
+        """A workspace's sessions, latest activity first; without `workspace_id`, the
+        caller's in all of theirs. `cursor`: the `next_cursor` of the page before."""
         if workspace_id is not None:
             await api.access.workspace(request.user, workspace_id)
             scope: list[UUID] = [workspace_id]
         else:
             mine = await api.bridge(api.workspaces.workspaces_of, request.user)
             scope = [w.workspace_id for w in mine]
+        position = latest_first(api.cursors.read("sessions", cursor))
         await api.views.waiter.caught_up("sessions")
         rows, total = await api.bridge(
-            api.views.sessions.list_for_workspace, scope, status=status, limit=limit, offset=offset
+            api.views.sessions.list_for_workspace, scope, status=status, limit=limit + 1,
+            after=position,
+        )  # fmt: skip
+        taken, next_cursor = api.cursors.cut(
+            "sessions", rows, limit, lambda r: (r.last_activity_at.isoformat(), str(r.session_id))
         )
-        return SessionPage([_out(r) for r in rows], total, limit, offset)
+        return SessionPage([_out(r) for r in taken], total, limit, next_cursor)
 
     @get("/{session_id:uuid}")
     async def get_session(
@@ -95,11 +102,18 @@ class SessionController(Controller):
         request: Caller,
         api: ApiDep,
         include_details: FromQuery[bool] = False,
+        messages_limit: Annotated[int, QueryParameter(ge=1, le=MAX_MESSAGES)] = 50,
     ) -> SessionOut:
-        """The session; `include_details=true` adds its details."""
+        """The session; with `include_details=true` also its active skill (`skill_id`),
+        its last `messages_limit` messages, its artifacts and its own settings."""
         session = await api.access.session(request.user, session_id)
         out = await _summary(api, session)
         if include_details:
+            events = await api.bridge(_events, api.sessions, session_id)
+            out.skill_id = active_skill(events)
+            out.messages = messages_of(session, events)[-messages_limit:]
+            page = await artifact_page(api, [session.workspace_id], session_id, None, None, 1000)
+            out.artifacts = page.items
             out.details = _details(session)
         return out
 
@@ -163,24 +177,33 @@ class SessionController(Controller):
         request: Caller,
         api: ApiDep,
         limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
+        cursor: Annotated[str | None, QueryParameter(max_length=500)] = None,
     ) -> MessagePage:
-        """The session's last `limit` messages, oldest first."""
-        await api.access.session_workspace(request.user, session_id)
+        """The conversation, oldest first: its last `limit` messages, or the `limit`
+        before `cursor` (the `next_cursor` of the page after, for scrolling back)."""
+        session = await api.access.session(request.user, session_id)
+        before = api.cursors.read("messages", cursor)
         events = await api.bridge(_events, api.sessions, session_id)
-        items = [_message_out(m) for m in map(message_of, events) if m is not None]
-        return MessagePage(items[-limit:], len(items))
+        every = messages_of(session, events)
+        earlier = every if before is None else [m for m in every if m.version < int(before[0])]
+        taken = earlier[-limit:]
+        more = len(earlier) > len(taken)
+        next_cursor = api.cursors.issue("messages", (taken[0].version,)) if more else None
+        return MessagePage(taken, len(every), next_cursor)
 
     @get("/{session_id:uuid}/artifacts")
-    async def artifacts(
+    async def list_session_artifacts(
         self,
         session_id: FromPath[UUID],
         request: Caller,
         api: ApiDep,
-    ) -> list[sse.Artifact]:
-        """The session's `ArtifactCreated` events, as the SSE `artifact` payload has them."""
-        await api.access.session_workspace(request.user, session_id)
-        events = await api.bridge(_events, api.sessions, session_id)
-        return [p for e in events for p in payloads(e) if isinstance(p, sse.Artifact)]
+        limit: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE)] = 50,
+        cursor: Annotated[str | None, QueryParameter(max_length=500)] = None,
+    ) -> ArtifactPage:
+        """The session's artifacts in the order they were made, each at its latest
+        version (as `GET /artifacts?session_id=` answers)."""
+        workspace_id = await api.access.session_workspace(request.user, session_id)
+        return await artifact_page(api, [workspace_id], session_id, None, cursor, limit)
 
 
 def _settings(
@@ -252,11 +275,3 @@ def _details(s: AgentSession) -> SessionDetails:
 
 def _events(sessions: SessionService, session_id: UUID) -> list[SessionEvent]:
     return list(sessions.session_events(session_id))
-
-
-def _message_out(m: sse.Message) -> MessageOut:
-    return MessageOut(
-        id=m.id, version=m.version, role=m.role, content=m.content, timestamp=m.timestamp,
-        thinking=m.thinking, tool_calls=m.tool_calls or None, citations=m.citations,
-        unresolved_citations=m.unresolved_citations,
-    )  # fmt: skip

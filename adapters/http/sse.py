@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TypeAlias, assert_never
 from urllib.parse import urlsplit
 
+from adapters.http.artifact_urls import download_url
 from adapters.http.sse_turns import citations_of, turn_payloads
 from domain.conversation import (
     LiveItem,
@@ -189,7 +190,8 @@ def _memory(e: Memory) -> sse.SsePayload:
                 size=size,
                 sha256=sha,
                 media_type=e.media_type,
-                artifact_id=artifact_id_of(e.originator_id, v),
+                artifact_id=(artifact_id := artifact_id_of(e.originator_id, v)),
+                download_url=download_url(artifact_id),
             )
         case _:
             assert_never(e)
@@ -214,11 +216,12 @@ def _deck(e: DeckEvent) -> sse.Artifact:
             change, page = "template_changed", None
         case _:
             assert_never(e)
+    artifact_id = artifact_id_of(e.originator_id, e.created_at)
     return sse.Artifact(
         version=e.originator_version, timestamp=e.timestamp, kind="ppt", name=e.name,
         blob_ref=e.blob_ref, size=e.size, sha256=e.sha256, media_type=PPTX,
-        artifact_id=artifact_id_of(e.originator_id, e.created_at),
-        artifact_version=e.deck_version, change=change, page_index=page,
+        artifact_id=artifact_id, artifact_version=e.deck_version, change=change,
+        page_index=page, download_url=f"{download_url(artifact_id)}?version={e.deck_version}",
     )  # fmt: skip
 
 

@@ -28,10 +28,11 @@ from litestar import Controller, Request, Response, Router, delete, get, post
 from litestar.datastructures import State, UploadFile
 from litestar.enums import MediaType, RequestEncodingType
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
-from litestar.params import Body, FromPath, FromQuery
+from litestar.params import Body, FromPath, FromQuery, QueryParameter
 from litestar.response import Redirect
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
+from adapters.http.cursors import page
 from adapters.http.deps import ApiDep, Caller
 from adapters.http.downloads import content_disposition, download
 from adapters.http.errors import ApiError, error_response
@@ -81,11 +82,16 @@ class WorkspaceFilesController(Controller):
         workspace_id: FromPath[UUID],
         request: Caller,
         api: ApiDep,
+        limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 200,
+        cursor: Annotated[str | None, QueryParameter(max_length=2000)] = None,
     ) -> WorkspaceFilePage:
         """The workspace's files, by path, with who made and last changed each."""
+        after = api.cursors.read("files", cursor)
         await api.access.workspace(request.user, workspace_id)
         rows = await api.file_listing.files(workspace_id)
-        return WorkspaceFilePage([_row_out(row) for row in rows])
+        taken, last = page(rows, lambda r: (r.path,), after, limit)
+        next_cursor = None if last is None else api.cursors.issue("files", last)
+        return WorkspaceFilePage([_row_out(row) for row in taken], next_cursor)
 
     @post("/", status_code=HTTP_201_CREATED)
     async def upload(
@@ -182,8 +188,10 @@ def _author(by: Author) -> FileAuthor:
 def _file_out(workspace_id: UUID, file: WorkspaceFile) -> WorkspaceFileOut:
     return WorkspaceFileOut(
         id=file.file_id, workspace_id=workspace_id, path=file.path, name=file.name,
-        size=file.size, sha256=file.blob_ref, media_type=file.media_type, version=file.version,
+        size=file.size, sha256=file.blob_ref, type=file.media_type, version=file.version,
+        created_at=file.created_at, updated_at=file.updated_at,
         created_by=_author(file.created_by), updated_by=_author(file.updated_by),
+        url=file_url(workspace_id, file.file_id),
     )  # fmt: skip
 
 
@@ -191,8 +199,13 @@ def _row_out(row: FileRow) -> WorkspaceFileOut:
     return WorkspaceFileOut(
         id=row.file_id, workspace_id=row.workspace_id, path=row.path,
         name=row.path.rsplit("/", 1)[-1], size=row.size, sha256=row.blob_ref,
-        media_type=row.media_type, version=row.version, created_at=row.created_at,
+        type=row.media_type, version=row.version, created_at=row.created_at,
         updated_at=row.updated_at,
         created_by=FileAuthor(kind=row.created_by_kind, id=row.created_by),
         updated_by=FileAuthor(kind=row.updated_by_kind, id=row.updated_by),
+        url=file_url(row.workspace_id, row.file_id),
     )  # fmt: skip
+
+
+def file_url(workspace_id: UUID, file_id: UUID) -> str:
+    return f"/api/v1/workspaces/{workspace_id}/files/{file_id}"

@@ -55,16 +55,15 @@ def follow(http: httpx.Client, session_id: object, after: int, **kwargs: object)
 def audit_log(http: httpx.Client, session_id: object) -> list[dict[str, object]]:
     """Every stored event of the session, page by page."""
     items: list[dict[str, object]] = []
-    after: int | None = 0
-    while after is not None:
-        page = http.get(
-            f"/api/v1/sessions/{session_id}/events", params={"after": after, "limit": 1000}
-        )
+    params: dict[str, str | int] = {"limit": 1000}
+    while True:
+        page = http.get(f"/api/v1/sessions/{session_id}/events", params=params)
         assert page.status_code == 200, page.text
         body = page.json()
         items.extend(body["items"])
-        after = body["next_after"]
-    return items
+        if body["next_cursor"] is None:
+            return items
+        params["cursor"] = body["next_cursor"]
 
 
 def assert_contiguous(ids: list[int], first: int) -> None:

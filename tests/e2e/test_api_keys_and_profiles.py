@@ -49,7 +49,7 @@ def test_a_member_key_works_in_its_workspace_only_and_dies_on_revoke(
     # Another workspace of the same user does not exist for this key.
     assert_error(service.post("/api/v1/sessions/", json={"workspace_id": other}), 404)
     assert_error(service.get(f"/api/v1/sessions/{other_session}"), 404)
-    assert [w["id"] for w in service.get("/api/v1/workspaces/").json()] == [workspace]
+    assert [w["id"] for w in service.get("/api/v1/workspaces/").json()["items"]] == [workspace]
     # A member key cannot manage, nor make more keys.
     assert_error(service.patch(f"/api/v1/workspaces/{workspace}", json={"name": "x"}), 403)
     assert_error(service.post("/api/v1/api-keys/", json={"name": "more"}), 403, "FORBIDDEN")

@@ -289,9 +289,22 @@ def test_paging_parameters_out_of_range(world: World) -> None:
         ("/api/v1/sessions/", {"workspace_id": ws, "limit": -5}, "limit"),
         ("/api/v1/sessions/", {"workspace_id": ws, "limit": "ten"}, "limit"),
         ("/api/v1/sessions/", {"workspace_id": ws, "limit": 10**30}, "limit"),
-        ("/api/v1/sessions/", {"workspace_id": ws, "offset": -1}, "offset"),
-        ("/api/v1/sessions/", {"workspace_id": ws, "offset": "x"}, "offset"),
+        ("/api/v1/sessions/", {"workspace_id": ws, "cursor": "x"}, "cursor"),
+        ("/api/v1/sessions/", {"workspace_id": ws, "cursor": "x" * 501}, "cursor"),
         ("/api/v1/sessions/", {"workspace_id": ws, "status": "sleeping"}, "status"),
+        (
+            f"/api/v1/sessions/{sid}",
+            {"include_details": "true", "messages_limit": 0},
+            "messages_limit",
+        ),
+        (
+            f"/api/v1/sessions/{sid}",
+            {"include_details": "true", "messages_limit": 10_001},
+            "messages_limit",
+        ),
+        (f"/api/v1/sessions/{sid}/messages", {"cursor": "x"}, "cursor"),
+        ("/api/v1/artifacts", {"cursor": "x"}, "cursor"),
+        ("/api/v1/artifacts", {"type": "movie"}, "type"),
         (f"/api/v1/sessions/{sid}/messages", {"limit": 0}, "limit"),
         (f"/api/v1/sessions/{sid}/messages", {"limit": 1001}, "limit"),
         (f"/api/v1/sessions/{sid}/events", {"limit": 0}, "limit"),
@@ -308,19 +321,23 @@ def test_paging_parameters_out_of_range(world: World) -> None:
     assert w.snapshot() == before
 
 
-def test_huge_offsets_are_refused_not_a_server_error(world: World) -> None:
-    """BUG: `offset` has no upper bound (adapters/http/sessions.py `list_sessions`,
-    `Parameter(ge=0)`), and 2**63 or more reaches Postgres, which answers
-    "bigint out of range" (projections/sessions.py `list_for_workspace`): 500.
-    """
+def test_cursors_not_given_out_and_huge_positions_are_refused_not_a_server_error(
+    world: World,
+) -> None:
+    """A cursor is only ever one a list gave out: made-up, edited or another list's
+    cursors are a 400 naming `cursor`; huge `after` versions never reach Postgres."""
     w = world
-    for offset in (2**62, 2**63, 10**30):
+    issued = w.http.get("/api/v1/sessions/", params={"workspace_id": w.workspace, "limit": 1})
+    assert issued.status_code == 200, issued.text
+    events = w.http.get(f"/api/v1/sessions/{w.sid}/events", params={"limit": 1}).json()
+    other_list = str(events["next_cursor"])
+    body, _, mac = other_list.partition(".")
+    edited = body[:-1] + ("A" if body[-1] != "A" else "B") + "." + mac
+    for cursor in ("not-a-cursor", "e30.AAAA", other_list, edited, "." * 10):
         response = w.http.get(
-            "/api/v1/sessions/", params={"workspace_id": w.workspace, "offset": offset}
+            "/api/v1/sessions/", params={"workspace_id": w.workspace, "cursor": cursor}
         )
-        assert response.status_code < 500, (offset, response.text)
-        if response.status_code != 200:
-            names(assert_error(response, 400, "VALIDATION_ERROR"), "offset")
+        names(assert_error(response, 400, "VALIDATION_ERROR"), "cursor")
     for after in (2**62, 2**63, 10**30):
         response = w.http.get(f"/api/v1/sessions/{w.sid}/events", params={"after": after})
         assert response.status_code < 500, (after, response.text)

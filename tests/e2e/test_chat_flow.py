@@ -45,7 +45,9 @@ def test_chat_streams_the_run_waits_for_approval_and_finishes(
 
     workspaces = http.get("/api/v1/workspaces/")
     assert workspaces.status_code == 200, workspaces.text
-    assert [(w["id"], w["role"]) for w in workspaces.json()] == [(account["workspace_id"], "owner")]
+    assert [(w["id"], w["role"]) for w in workspaces.json()["items"]] == [
+        (account["workspace_id"], "owner")
+    ]
 
     session = new_session(http, account["workspace_id"], confirmation="always")
     sid = session["id"]
@@ -177,6 +179,11 @@ def test_chat_streams_the_run_waits_for_approval_and_finishes(
     ]
     assert items[1]["thinking"] == THINKING
     assert [c["name"] for c in items[1]["tool_calls"]] == ["update_plan"]
+    # Reopened, each call says how it ended (approved, then run).
+    assert [(c["id"], c["status"]) for m in items for c in m["tool_calls"]] == [
+        ("toolu_plan", "success"), ("toolu_find", "success"),
+    ]  # fmt: skip
+    assert all(m["session_id"] == sid and m["created_at"] for m in items)
     assert messages.json()["total"] == 4
     last_two = http.get(f"/api/v1/sessions/{sid}/messages", params={"limit": 2}).json()
     assert [m["content"] for m in last_two["items"]] == ["Recording what I found.", ANSWER]
@@ -184,7 +191,7 @@ def test_chat_streams_the_run_waits_for_approval_and_finishes(
     # 6. The audit log: raw events, paginated by version, filterable by type.
     page = http.get(f"/api/v1/sessions/{sid}/events", params={"limit": 5}).json()
     assert [i["version"] for i in page["items"]] == [1, 2, 3, 4, 5]
-    assert page["next_after"] == 5 and page["limit"] == 5
+    assert page["next_cursor"] and page["limit"] == 5
     assert [i["type"] for i in page["items"]][:4] == [
         "SessionStarted", "UserMessageAppended", "RunRequested", "RunStarted",
     ]  # fmt: skip
@@ -194,23 +201,24 @@ def test_chat_streams_the_run_waits_for_approval_and_finishes(
     assert page["items"][1]["payload"]["text"] == "What do heat pumps deliver?"
     second = http.get(f"/api/v1/sessions/{sid}/events", params={"after": 5, "limit": 5}).json()
     assert [i["version"] for i in second["items"]] == [6, 7, 8, 9, 10]
+    cursor = {"cursor": page["next_cursor"], "limit": 5}
+    assert http.get(f"/api/v1/sessions/{sid}/events", params=cursor).json() == second
     only = http.get(
         f"/api/v1/sessions/{sid}/events", params={"type": "ToolResultRecorded", "limit": 1}
     ).json()
     assert [i["type"] for i in only["items"]] == ["ToolResultRecorded"]
     assert only["items"][0]["payload"]["tool_use_id"] == "toolu_plan"
-    assert only["next_after"] == only["items"][0]["version"]
     more = http.get(
         f"/api/v1/sessions/{sid}/events",
-        params={"type": "ToolResultRecorded", "after": only["next_after"]},
+        params={"type": "ToolResultRecorded", "cursor": only["next_cursor"]},
     ).json()
     assert [i["payload"]["tool_use_id"] for i in more["items"]] == ["toolu_find"]
-    assert more["next_after"] is None
+    assert more["next_cursor"] is None
     everything = audit_log(http, sid)
     assert [i["version"] for i in everything] == list(range(1, final + 1))
     assert everything[-1]["type"] == "RunCompleted"
     beyond = http.get(f"/api/v1/sessions/{sid}/events", params={"after": final}).json()
-    assert beyond["items"] == [] and beyond["next_after"] is None
+    assert beyond["items"] == [] and beyond["next_cursor"] is None
 
     summary = wait_until(
         lambda: (s := http.get(f"/api/v1/sessions/{sid}").json())["version"] == final and s

@@ -308,7 +308,7 @@ def test_bad_input_gets_a_clear_4xx_and_writes_nothing(system: System, client: C
         ({"namespace": "nowhere"}, invalid),
         ({"namespace": f"team:{eve.team}"}, missing),
         ({"limit": "0"}, malformed),
-        ({"offset": "-1"}, malformed),
+        ({"cursor": "made-up"}, malformed),
     ]
     episodic: list[tuple[dict[str, str], tuple[int, str]]] = [
         ({}, bad_search),

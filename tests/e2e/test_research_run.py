@@ -98,11 +98,7 @@ def test_every_citation_of_a_research_run_points_at_a_page_it_retrieved(
     script = research_script(fake.base_url, data_root / f"research-{uuid.uuid4().hex[:8]}")
     server = start_server(
         script,
-        extra_env={
-            "TAVILY_API_KEY": fake.api_key,
-            "TOKENDANCE_TAVILY_URL": fake.base_url,
-            "TOKENDANCE_FETCH_ALLOW": "127.0.0.1",
-        },
+        extra_env=fake.server_env(),
     )
     account, http = login(server.client())
     created = http.post(
@@ -137,12 +133,12 @@ def test_every_citation_of_a_research_run_points_at_a_page_it_retrieved(
     settled(http)
     artifacts = http.get(f"/api/v1/sessions/{sid}/artifacts")
     assert artifacts.status_code == 200, artifacts.text
-    (artifact,) = artifacts.json()
-    assert (artifact["kind"], artifact["name"]) == (
+    (artifact,) = artifacts.json()["items"]
+    assert (artifact["type"], artifact["name"]) == (
         "report",
         "do-heat-pumps-work-in-cold-climates.md",
     )
-    download = http.get(f"/api/v1/artifacts/{artifact['artifact_id']}/download")
+    download = http.get(artifact["download_url"])
     assert download.status_code == 200, download.text
     assert download.headers["content-type"].startswith("text/markdown")
     report = download.text

@@ -63,8 +63,10 @@ def test_a_team_of_three_shares_a_workspace_and_each_role_does_what_the_policy_s
     [listed] = [t for t in viewer.get("/api/v1/teams/").json()["items"] if t["id"] == team_id]
     assert (listed["role"], listed["member_count"]) == ("viewer", 4)
     # The team's workspace is theirs; the owner's personal one is not.
-    assert workspace in {w["id"] for w in member.get("/api/v1/workspaces/").json()}
-    assert str(o["workspace_id"]) not in {w["id"] for w in member.get("/api/v1/workspaces/").json()}
+    assert workspace in {w["id"] for w in member.get("/api/v1/workspaces/").json()["items"]}
+    assert str(o["workspace_id"]) not in {
+        w["id"] for w in member.get("/api/v1/workspaces/").json()["items"]
+    }
 
     # The member starts a session (the workspace's defaults: ask before every call),
     # chats, and approves the call its run asks about.
@@ -135,7 +137,7 @@ def test_a_removed_member_is_cut_off_at_once_and_their_stream_ends(
 
     assert_error(member.get(f"/api/v1/sessions/{sid}"), 404, "NOT_FOUND")
     assert_error(member.post(f"/api/v1/chat/{sid}/message", json={"content": "hi"}), 404)
-    assert workspace not in {w["id"] for w in member.get("/api/v1/workspaces/").json()}
+    assert workspace not in {w["id"] for w in member.get("/api/v1/workspaces/").json()["items"]}
     # The last owner can neither leave nor be demoted.
     owner_id = o["user_id"]
     left = owner.delete(f"/api/v1/teams/{team_id}/members/{owner_id}")
@@ -159,7 +161,7 @@ def test_a_removed_member_is_cut_off_at_once_and_their_stream_ends(
     # Deleting the team takes its workspace, and the sessions in it, out of reach.
     assert owner.delete(f"/api/v1/teams/{team_id}").status_code == 204
     assert_error(owner.get(f"/api/v1/sessions/{sid}"), 404, "NOT_FOUND")
-    assert workspace not in {w["id"] for w in owner.get("/api/v1/workspaces/").json()}
+    assert workspace not in {w["id"] for w in owner.get("/api/v1/workspaces/").json()["items"]}
 
 
 def test_an_invitation_makes_a_newcomer_a_member_once_and_expires(
@@ -180,7 +182,7 @@ def test_an_invitation_makes_a_newcomer_a_member_once_and_expires(
     accepted = nina.post(f"/api/v1/invitations/{invitation['token']}/accept")
     assert accepted.status_code == 201, accepted.text
     assert accepted.json()["role"] == "member" and accepted.json()["joined_at"]
-    assert workspace in {w["id"] for w in nina.get("/api/v1/workspaces/").json()}
+    assert workspace in {w["id"] for w in nina.get("/api/v1/workspaces/").json()["items"]}
     again = nina.post(f"/api/v1/invitations/{invitation['token']}/accept")
     assert_error(again, 410, "INVITATION_INVALID")
     assert_error(nina.post("/api/v1/invitations/tdi_nothing/accept"), 404)
@@ -190,4 +192,4 @@ def test_an_invitation_makes_a_newcomer_a_member_once_and_expires(
     time.sleep(3.2)  # the late invitation's lifetime (TOKENDANCE_INVITATION_TTL=3)
     latecomer = as_user(server, sign_up(anon, "late@example.com"))
     assert_error(latecomer.post(f"/api/v1/invitations/{late}/accept"), 410, "INVITATION_INVALID")
-    assert workspace not in {w["id"] for w in latecomer.get("/api/v1/workspaces/").json()}
+    assert workspace not in {w["id"] for w in latecomer.get("/api/v1/workspaces/").json()["items"]}

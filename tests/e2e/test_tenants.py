@@ -135,7 +135,7 @@ def test_another_tenant_gets_404_for_everything_of_mine_and_changes_nothing(
     assert alice.get(f"/api/v1/hitl/{action_id}").json()["status"] == "pending"
     mine = alice.get("/api/v1/sessions/", params={"workspace_id": workspace}).json()
     assert [s["id"] for s in mine["items"]] == [sid]
-    theirs_ws = bob.get("/api/v1/workspaces/").json()
+    theirs_ws = bob.get("/api/v1/workspaces/").json()["items"]
     assert [w["id"] for w in theirs_ws] == [b["workspace_id"]]
     theirs = bob.get("/api/v1/sessions/", params={"workspace_id": b["workspace_id"]}).json()
     assert theirs["items"] == [] and theirs["total"] == 0
@@ -155,15 +155,18 @@ def test_the_workspace_list_answers_the_same_before_and_after_the_read_model_has
     carol = as_user(server, c["access_token"])
     first = carol.get("/api/v1/workspaces/")
     assert first.status_code == 200, first.text
-    (default,) = first.json()
-    assert set(default) == {"id", "name", "organization_id", "team_id", "role", "settings"}
+    (default,) = first.json()["items"]
+    assert set(default) == {
+        "id", "name", "organization_id", "team_id", "role", "created_at", "session_count",
+        "settings",
+    }  # fmt: skip
     assert (default["id"], default["name"], default["organization_id"], default["role"]) == (
         c["workspace_id"], "Default", c["organization_id"], "owner",
     )  # fmt: skip
     made = carol.post("/api/v1/workspaces/", json={"name": "Research"})
     assert made.status_code == 201, made.text
     # At once, whether or not the read model has applied the new workspace yet.
-    right_after = carol.get("/api/v1/workspaces/").json()
+    right_after = carol.get("/api/v1/workspaces/").json()["items"]
     assert right_after == [default, made.json()]
     wait_until(lambda: accounts_lag(anon) == 0)
-    assert carol.get("/api/v1/workspaces/").json() == right_after
+    assert carol.get("/api/v1/workspaces/").json()["items"] == right_after

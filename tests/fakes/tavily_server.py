@@ -81,6 +81,14 @@ class FakeTavily(LocalWeb):
     _failures: deque[_Failure] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def server_env(self) -> dict[str, str]:
+        """What a `tokendance serve` needs to search and read pages here."""
+        return {
+            "TAVILY_API_KEY": self.api_key,
+            "TOKENDANCE_TAVILY_URL": self.base_url,
+            "TOKENDANCE_FETCH_ALLOW": "127.0.0.1",
+        }
+
     def fail_next(self, status: int, *, times: int = 1, detail: str | None = None) -> None:
         """The next `times` searches (with a good key) answer `status` and Tavily's words."""
         failure = _Failure(status, DETAILS.get(status, "error") if detail is None else detail)

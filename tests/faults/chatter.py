@@ -38,7 +38,7 @@ def signed_up(serve: Serve) -> httpx.Client:
 
 
 def new_session(http: httpx.Client, title: str) -> str:
-    workspace = http.get("/api/v1/workspaces").json()[0]["id"]
+    workspace = http.get("/api/v1/workspaces").json()["items"][0]["id"]
     created = http.post("/api/v1/sessions/", json={"workspace_id": workspace, "title": title})
     assert created.status_code == 201, created.text
     return str(created.json()["id"])

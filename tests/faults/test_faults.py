@@ -108,13 +108,13 @@ def check_memories(http: httpx.Client, sessions: list[str]) -> None:
 
     def preferences() -> list[str]:
         found: list[str] = []
+        params = {"category": "preference", "limit": "200"}
         while True:
-            page = http.get("/api/v1/memories", params={
-                "category": "preference", "limit": 200, "offset": len(found)
-            }).json()["items"]  # fmt: skip
-            found += [m["text"] for m in page]
-            if len(page) < 200:
+            page = http.get("/api/v1/memories", params=params).json()
+            found += [m["text"] for m in page["items"]]
+            if page["next_cursor"] is None:
                 return sorted(found)
+            params["cursor"] = page["next_cursor"]
 
     # The keeper follows the log behind the runs: give it a few passes.
     wait_until(lambda: set(preferences()) >= set(wanted), timeout=60)

@@ -71,10 +71,13 @@ def test_an_artifact_is_served_with_metadata_bytes_and_a_preview(
     assert meta.status_code == 200, meta.text
     body = meta.json()
     assert body["id"] == str(md) and body["session_id"] == str(sid)
-    assert (body["kind"], body["name"], body["media_type"]) == ("report", "laptops.md", MARKDOWN)
+    assert (body["type"], body["name"], body["media_type"]) == ("report", "laptops.md", MARKDOWN)
     assert body["size"] == len(REPORT.encode())
-    assert artifact_id_of(sid, body["version"]) == md
+    assert (body["version"], body["latest_version"]) == (1, 1)  # the artifact's, not the log's
+    assert artifact_id_of(sid, body["metadata"]["session_version"]) == md
     assert body["created_at"]
+    assert body["download_url"] == f"/api/v1/artifacts/{md}/download"
+    assert body["preview_url"] == f"/api/v1/artifacts/{md}/preview"
 
     download = client.get(f"/api/v1/artifacts/{md}/download", headers=alice)
     assert download.status_code == 200, download.text
@@ -96,7 +99,20 @@ def test_an_artifact_is_served_with_metadata_bytes_and_a_preview(
     assert "[1] One - https://a.example/one" in preview["pages"][0]
 
     listed = client.get(f"/api/v1/sessions/{sid}/artifacts", headers=alice).json()
-    assert [a["artifact_id"] for a in listed] == [str(md), str(pdf)]
+    assert [a["id"] for a in listed["items"]] == [str(md), str(pdf)]
+    assert listed["next_cursor"] is None
+    everywhere = client.get("/api/v1/artifacts", params={"session_id": str(sid)}, headers=alice)
+    assert everywhere.json() == listed
+    # A page at a time, in the order they were made; one type at a time.
+    first = client.get(f"/api/v1/artifacts?session_id={sid}&limit=1", headers=alice).json()
+    assert [a["id"] for a in first["items"]] == [str(md)] and first["next_cursor"]
+    rest = client.get(
+        "/api/v1/artifacts", params={"limit": 1, "cursor": first["next_cursor"]}, headers=alice
+    ).json()
+    assert [a["id"] for a in rest["items"]] == [str(pdf)] and rest["next_cursor"] is None
+    reports = client.get("/api/v1/artifacts?type=report", headers=alice).json()["items"]
+    assert [a["id"] for a in reports] == [str(md), str(pdf)]
+    assert client.get("/api/v1/artifacts?type=ppt", headers=alice).json()["items"] == []
 
 
 def test_another_tenants_artifact_answers_as_an_unknown_id(system: System, client: Client) -> None:

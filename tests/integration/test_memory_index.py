@@ -98,9 +98,9 @@ def test_only_the_namespaces_and_categories_asked_for_are_searched(
 
     assert memories.view.locate(mine[1]) == str(alice)
     assert memories.view.locate(uuid4()) is None
-    rows, total = memories.view.listing([str(alice), str(workspace)], limit=2, offset=0)
+    rows, total = memories.view.listing([str(alice), str(workspace)], limit=2)
     assert total == 3 and [r.memory_id for r in rows] == [shared[0], mine[1]], "newest first"
-    rows, total = memories.view.listing([str(alice)], category="preference", limit=5, offset=0)
+    rows, total = memories.view.listing([str(alice)], category="preference", limit=5)
     assert (total, [r.memory_id for r in rows]) == (1, [mine[0]])
     assert rows[0].created_by_kind == "user" and rows[0].created_by == ALICE.user_id
 
@@ -121,8 +121,8 @@ def test_an_expired_memory_is_found_by_neither_search_nor_nearest(
     assert memories.view.nearest(str(ns), "the parking pass code is 4412") == (
         later, pytest.approx(0.5, abs=0.5),
     )  # fmt: skip
-    assert memories.view.listing([str(ns)], limit=10, offset=0)[1] == 1
-    assert memories.view.listing([str(ns)], limit=10, offset=0, include_expired=True)[1] == 2
+    assert memories.view.listing([str(ns)], limit=10)[1] == 1
+    assert memories.view.listing([str(ns)], limit=10, include_expired=True)[1] == 2
     assert expired != later
 
 

@@ -16,6 +16,7 @@ import io
 import zipfile
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from urllib.parse import quote
 from uuid import UUID, uuid4
@@ -136,8 +137,10 @@ def test_upload_read_and_write_by_the_agent_list_download_delete(
     assert (uploaded["path"], uploaded["name"], uploaded["size"]) == (
         "data/sales.csv", "sales.csv", len(CSV),
     )  # fmt: skip
-    assert uploaded["media_type"] == "text/csv"  # from the name: the part said octet-stream
+    assert uploaded["type"] == "text/csv"  # from the name: the part said octet-stream
     assert uploaded["created_by"] == {"kind": "user", "id": alice_id}
+    assert uploaded["url"] == f"/api/v1/workspaces/{workspace}/files/{uploaded['id']}"
+    assert uploaded["created_at"] == uploaded["updated_at"]
 
     # The agent reads the upload and writes a file of its own.
     read = tool(client, alice, session, "read_file", path="data/sales.csv")
@@ -155,6 +158,8 @@ def test_upload_read_and_write_by_the_agent_list_download_delete(
         ("out/summary.md", {"kind": "agent", "id": session}),
     ]
     assert all(f["created_at"] and f["updated_at"] and f["version"] == 1 for f in items)
+    when = [datetime.fromisoformat(f["created_at"]) for f in (items[0], uploaded)]
+    assert when[0] == when[1]  # the upload's answer said when, truly
     summary_id = items[1]["id"]
 
     down = client.get(f"/api/v1/workspaces/{workspace}/files/{uploaded['id']}", headers=alice)
@@ -288,7 +293,7 @@ def test_bad_uploads_get_a_clear_4xx_and_write_nothing(system: System, client: C
 
     # A zip bomb is just bytes: stored as uploaded, never unpacked.
     kept = upload(client, alice, workspace, "bomb.zip", bomb.getvalue())
-    assert kept.status_code == 201 and kept.json()["media_type"] == "application/zip"
+    assert kept.status_code == 201 and kept.json()["type"] == "application/zip"
     assert stored_blobs(system) == [bomb.getvalue()]
     assert [f["path"] for f in client.get(base, headers=alice).json()["items"]] == ["bomb.zip"]
 
