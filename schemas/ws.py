@@ -1,7 +1,8 @@
 """The WebSocket push channel's contract (`WS /api/v1/ws`): one Struct per message type,
 a tagged union on `type` for each direction, exported as JSON Schema beside the SSE one.
 
-A client authenticates (`access_token` query parameter, or `auth` as its first message),
+A client authenticates (`token` or `access_token` query parameter, or `auth` as its first
+message),
 subscribes to sessions, and is told when one changes (`session_update`: status, version,
 title) or when something worth a notice happens in it (`notification`: a run ended, an
 approval waits, an artifact is ready, a budget crossed a threshold). Live chunks are not
@@ -36,12 +37,24 @@ class Auth(WsMessage, tag="auth", frozen=True):
     token: str  # an access token or an API key (`tdk_...`)
 
 
-class Subscribe(WsMessage, tag="subscribe", frozen=True):
-    session_ids: list[UUID]
+class Sessions(WsMessage, frozen=True):
+    """Sessions by id: `session_ids`, or one `session_id` (seed 002's form), or both."""
+
+    session_ids: list[UUID] = msgspec.field(default_factory=list)
+    session_id: UUID | None = None
+
+    @property
+    def wanted(self) -> list[UUID]:
+        one = [] if self.session_id is None else [self.session_id]
+        return [*self.session_ids, *one]
 
 
-class Unsubscribe(WsMessage, tag="unsubscribe", frozen=True):
-    session_ids: list[UUID]
+class Subscribe(Sessions, tag="subscribe", frozen=True):
+    pass
+
+
+class Unsubscribe(Sessions, tag="unsubscribe", frozen=True):
+    pass
 
 
 class Ping(WsMessage, tag="ping", frozen=True):
@@ -61,21 +74,40 @@ class Envelope(msgspec.Struct, frozen=True):
 # -- from the server --------------------------------------------------------------
 
 
+class SessionData(msgspec.Struct, frozen=True):
+    status: SessionStatus
+    version: int
+    title: str
+
+
 class SessionUpdate(WsMessage, tag="session_update", frozen=True):
     """A subscribed session as it is now: sent on subscribing, then on each change of its
-    status or title. `version` is its newest event's (the SSE id to resume from)."""
+    status or title. `version` is its newest event's (the SSE id to resume from). `data`
+    says it again as seed 002 has it (`{status, ...}`)."""
 
     session_id: UUID
     status: SessionStatus
     version: int
     title: str
+    data: SessionData
+
+
+class NotificationData(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
+    """A notification as seed 002 has it: `{title, message, artifact_id?}`."""
+
+    title: str
+    message: str
+    artifact_id: UUID | None = None
+    session_id: UUID | None = None
 
 
 class Notification(WsMessage, tag="notification", frozen=True):
     """Something a user would want to hear of in a subscribed session."""
 
     kind: NotificationKind
+    title: str  # a headline for it ("Artifact ready")
     message: str
+    data: NotificationData
     session_id: UUID | None = None
     artifact_id: UUID | None = None  # artifact_ready
     action_id: str | None = None  # approval_required: what to answer (POST /hitl/{id}/confirm)

@@ -1,7 +1,8 @@
 """`WS /api/v1/ws`: the push channel (the messages are `schemas.ws`).
 
 The caller authenticates with an access token or an API key, as the `access_token`
-query parameter (as the SSE streams take it) or as its first message, `auth`, within
+query parameter (as the SSE streams take it; `token` as seed 002 writes it) or as its
+first message, `auth`, within
 `AUTH_WAIT` seconds; otherwise the socket closes (1008, with the reason). Then it
 subscribes to sessions and is pushed their changes (`ws_socket.PushSocket`).
 
@@ -94,7 +95,7 @@ async def _first_ended(*jobs: Coroutine[object, object, None]) -> None:
 
 
 async def _authenticate(socket: Socket) -> Principal:
-    token = socket.query_params.get("access_token", "")
+    token = socket.query_params.get("access_token") or socket.query_params.get("token", "")
     if not token:
         try:
             async with asyncio.timeout(AUTH_WAIT):
@@ -116,20 +117,26 @@ async def _authenticate(socket: Socket) -> Principal:
 async def _read(socket: Socket, pushing: PushSocket, send: Send) -> None:
     while True:
         message = _parsed(await _receive(socket))
+        if isinstance(message, ws.Sessions) and not message.wanted:
+            message = ws.Error(
+                detail=f"{message.__struct_config__.tag}: `session_ids` (or `session_id`) names "
+                "no session",
+                error_code="VALIDATION_ERROR",
+            )
         if isinstance(message, ws.Error):
             await send(message)
             continue
         match message:
-            case ws.Subscribe(session_ids=ids):
+            case ws.Subscribe():
                 try:
-                    await pushing.subscribe(ids)
+                    await pushing.subscribe(message.wanted)
                 except TooMany as e:
                     await send(ws.Error(detail=str(e), error_code="TOO_MANY_SESSIONS"))
                     raise Closing(WS_1008_POLICY_VIOLATION, str(e)) from None
                 except LoginEnded as e:
                     raise Closing(WS_1008_POLICY_VIOLATION, f"not authenticated: {e}") from None
-            case ws.Unsubscribe(session_ids=ids):
-                await pushing.unsubscribe(ids)
+            case ws.Unsubscribe():
+                await pushing.unsubscribe(message.wanted)
             case ws.Ping():
                 await send(ws.Pong())
             case ws.Auth():

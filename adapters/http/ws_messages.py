@@ -35,8 +35,9 @@ class SessionState:
 
     def update(self) -> ws.SessionUpdate:
         return ws.SessionUpdate(
-            session_id=self.session_id, status=self.status, version=self.version, title=self.title
-        )
+            session_id=self.session_id, status=self.status, version=self.version, title=self.title,
+            data=ws.SessionData(self.status, self.version, self.title),
+        )  # fmt: skip
 
 
 def push_messages(
@@ -61,7 +62,7 @@ def _apply(state: SessionState, p: sse.SsePayload) -> tuple[SessionState, ws.Not
         case sse.Run(status="started"):
             return replace(state, status="running"), None
         case sse.ConfirmRequired(action_id=action, tool=tool, description=description):
-            notice = ws.Notification(
+            notice = notification(
                 kind="approval_required", session_id=sid, version=v, action_id=action,
                 message=description or f"{tool} waits for your approval",
             )  # fmt: skip
@@ -70,31 +71,31 @@ def _apply(state: SessionState, p: sse.SsePayload) -> tuple[SessionState, ws.Not
             answered = "running" if state.status == "waiting" else state.status
             return replace(state, status=answered), None
         case sse.Done(status="stopped", run_id=run, reason=reason):
-            notice = ws.Notification(
+            notice = notification(
                 kind="run_stopped", session_id=sid, version=v, run_id=run,
                 message=f"The run was stopped ({reason})" if reason else "The run was stopped",
             )  # fmt: skip
             return replace(state, status="stopped"), notice
         case sse.Done(run_id=run):
-            notice = ws.Notification(
+            notice = notification(
                 kind="run_completed", session_id=sid, version=v, run_id=run,
                 message="The run is done",
             )  # fmt: skip
             return replace(state, status="completed"), notice
         case sse.Error(run_id=run, message=message):
-            notice = ws.Notification(
+            notice = notification(
                 kind="run_failed", session_id=sid, version=v, run_id=run,
                 message=f"The run failed: {message}",
             )  # fmt: skip
             return replace(state, status="error"), notice
         case sse.Artifact(artifact_id=artifact):
-            notice = ws.Notification(
+            notice = notification(
                 kind="artifact_ready", session_id=sid, version=v, artifact_id=artifact,
                 message=_artifact_message(p),
             )  # fmt: skip
             return state, notice
         case sse.Notice(kind="budget", budget=budget) if budget is not None:
-            notice = ws.Notification(
+            notice = notification(
                 kind="budget_alert", session_id=sid, version=v, message=_budget_message(budget)
             )
             return state, notice
@@ -110,6 +111,34 @@ def _apply(state: SessionState, p: sse.SsePayload) -> tuple[SessionState, ws.Not
             return state, None
         case _:
             assert_never(p)
+
+
+TITLES: dict[ws.NotificationKind, str] = {
+    "run_completed": "Run completed", "run_failed": "Run failed", "run_stopped": "Run stopped",
+    "approval_required": "Approval needed", "artifact_ready": "Artifact ready",
+    "budget_alert": "Budget alert",
+}  # fmt: skip
+
+
+def notification(
+    *,
+    kind: ws.NotificationKind,
+    message: str,
+    session_id: UUID,
+    version: int,
+    artifact_id: UUID | None = None,
+    action_id: str | None = None,
+    run_id: UUID | None = None,
+) -> ws.Notification:
+    """A notification, with its headline and seed 002's `data` filled in."""
+    title = TITLES[kind]
+    data = ws.NotificationData(
+        title=title, message=message, artifact_id=artifact_id, session_id=session_id
+    )
+    return ws.Notification(
+        kind=kind, title=title, message=message, data=data, session_id=session_id,
+        artifact_id=artifact_id, action_id=action_id, run_id=run_id, version=version,
+    )  # fmt: skip
 
 
 ARTIFACT_WORDS = {"ppt": "The deck", "report": "The report", "code": "The code", "file": "The file"}

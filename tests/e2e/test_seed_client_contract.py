@@ -1,11 +1,11 @@
 """A client written only from the seeds' shapes reads everything a session shows.
 
-The types below are transcribed from seed 002 (section 3.1's JSON and section 5's
-TypeScript: `Message`, `ToolCall`, `Citation`, `Session`, `Artifact`, the SSE events)
-and seed 001, and nothing else: a field the seed marks optional (`?`) is optional here,
-every other one is required with the seed's type; fields the seeds do not know are
-allowed (msgspec ignores them). Where the backend's documents deliberately differ
-(DESIGN.md wins over the seeds) the transcription says so on the line:
+The types below are transcribed from seed 002 (section 3.1's JSON, 3.2's WebSocket
+messages and section 5's TypeScript: `Message`, `ToolCall`, `Citation`, `Session`,
+`Artifact`, the SSE events) and seed 001, and nothing else: a field the seed marks
+optional (`?`) is optional here, every other one is required with the seed's type;
+fields the seeds do not know are allowed (msgspec ignores them). Where the backend's
+documents deliberately differ (DESIGN.md wins over the seeds) the transcription says so on the line:
 - lists are paged by cursor (`next_cursor`), not by `offset`;
 - a session's status is the log's (`created`, `running`, `waiting`, `completed`,
   `error`, `stopped`; seed 001's list), where seed 002's type says `active`/`failed`;
@@ -15,11 +15,13 @@ allowed (msgspec ignores them). Where the backend's documents deliberately diffe
 Against a real `tokendance serve` with the scripted research model and the fake
 Tavily: one session researches (searches, reads, findings, a cited report), then makes
 a deck; a file is uploaded to its workspace. Every list and detail the client reads,
-and every SSE event of the seed's types, decodes strictly.
+every SSE event of the seed's types, and every WebSocket message it follows the session
+with, decodes strictly.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +31,7 @@ import httpx
 import msgspec
 import pytest
 import yaml
+from websockets.sync.client import connect
 
 from adapters.demo import research_script
 from adapters.web_search.local_web import CORPUS
@@ -217,6 +220,42 @@ class DoneData(msgspec.Struct):
     tokens_used: int
 
 
+# -- seed 002 section 3.2, the WebSocket (`WS /api/v1/ws?token=`) ---------------------
+
+
+class SessionUpdateData(msgspec.Struct):
+    status: SessionStatus
+
+
+class SessionUpdate(msgspec.Struct, tag="session_update"):
+    session_id: str
+    data: SessionUpdateData
+
+
+class NotificationData(msgspec.Struct):
+    title: str
+    message: str
+    artifact_id: str | None = None
+
+
+class Notification(msgspec.Struct, tag="notification"):
+    data: NotificationData
+
+
+class Pong(msgspec.Struct, tag="pong"):
+    pass
+
+
+class Other(msgspec.Struct):
+    """A message of a type the seed does not name (`subscribed`): a client skips it."""
+
+    type: str
+
+
+PushMessage = SessionUpdate | Notification | Pong
+PUSH_TYPES = {"session_update", "notification", "pong"}
+
+
 SSE_TYPES: dict[str, type[msgspec.Struct]] = {
     "thinking": ThinkingData,
     "tool_call": ToolCallData,
@@ -308,8 +347,18 @@ def test_a_client_built_from_the_seeds_reads_every_list_and_detail_of_a_session(
         http.post("/api/v1/sessions", json={"workspace_id": workspace_id, "title": "Heat pumps"}),
         201,
     )
+    url = server.url.replace("http://", "ws://") + f"/api/v1/ws?token={account['access_token']}"
+    push = connect(url, open_timeout=10)
+    push.send(json.dumps({"type": "subscribe", "session_id": created.id}))
     chat(http, created.id, "Research whether heat pumps work in cold climates")
     chat(http, created.id, "Now make slides of it")
+    push.send(json.dumps({"type": "ping"}))
+    pushed: list[PushMessage] = []
+    while not pushed or not isinstance(pushed[-1], Pong):
+        raw = push.recv(timeout=20)
+        if msgspec.json.decode(raw, type=Other).type in PUSH_TYPES:
+            pushed.append(msgspec.json.decode(raw, type=PushMessage))
+    push.close()
     upload = http.post(
         f"/api/v1/workspaces/{workspace_id}/files",
         files={"file": ("notes.md", b"# Notes\nHeat pumps.", "text/markdown")},
@@ -338,6 +387,11 @@ def test_a_client_built_from_the_seeds_reads_every_list_and_detail_of_a_session(
         assert [a.type for a in listed.items] == ["report", "ppt"], listed
         assert [a.id for a in listed.items] == [a.id for a in detail.artifacts]
     report, deck = detail.artifacts
+    statuses = [m.data.status for m in pushed if isinstance(m, SessionUpdate)]
+    assert statuses[0] == "created" and statuses[-1] == "completed", statuses
+    ready = [m.data for m in pushed if isinstance(m, Notification) and m.data.artifact_id]
+    assert [n.artifact_id for n in ready] == [report.id, deck.id], ready
+    assert all(n.title and n.message for n in ready)
     assert http.get(report.download_url).status_code == 200
     assert http.get(deck.download_url).status_code == 200
     assert deck.preview_url is not None
