@@ -27,7 +27,6 @@ OVERRIDES = {
     "api_keys.list_keys": "listApiKeys",
     "api_keys.create_key": "createApiKey",
     "api_keys.revoke_key": "revokeApiKey",
-    "sessions.artifacts": "listSessionArtifacts",
     "sessions.messages": "listMessages",
     "session_stream.audit": "listEvents",
     "session_stream.pending": "listPendingConfirmations",

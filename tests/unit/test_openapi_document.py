@@ -45,7 +45,7 @@ def test_operation_ids_are_unique_short_camel_case_verbs(doc: Doc) -> None:
     assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
     assert [i for i in ids if not re.fullmatch(r"[a-z][A-Za-z]+", i)] == []
     named = {"createSession", "listSessions", "getSession", "sendMessage", "streamSession"}
-    named |= {"downloadArtifact", "executeTool", "uploadFile", "login"}
+    named |= {"listArtifacts", "listSessionArtifacts", "downloadArtifact", "executeTool", "login"}
     assert named <= set(ids)
 
 
