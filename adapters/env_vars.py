@@ -194,6 +194,11 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "seconds between a worker's looks for active runs that no live worker holds "
         "(requested while NATS was away, or left by a dead worker)",
     ),
+    "TOKENDANCE_WEB_DIR": (
+        "(unset: web/dist of the repository)",
+        "the built web client (`npm --prefix web run build`) served at `/`; without its "
+        "index.html `/` answers 503 saying how to build it, and the API works the same",
+    ),
     "TOKENDANCE_ALERT_WEBHOOK": ("", "URL budget alerts are POSTed to as JSON (none: not sent)"),
     "TOKENDANCE_ALERT_WEBHOOK_SECRET": (
         "",

@@ -22,6 +22,8 @@ def _default(name: str) -> str:
 
 # The embedder without TOKENDANCE_EMBEDDER or VOYAGE_API_KEY (see `default_embedder`).
 DEFAULT_EMBEDDER = "wordllama"
+# The web client's build without TOKENDANCE_WEB_DIR: `web/dist` of this repository.
+WEB_DIST = Path(__file__).resolve().parents[1] / "web" / "dist"
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,7 @@ class Settings:
     run_ack_wait: int = int(_default("TOKENDANCE_RUN_ACK_WAIT"))
     run_max_deliveries: int = int(_default("TOKENDANCE_RUN_MAX_DELIVERIES"))
     run_sweep: int = int(_default("TOKENDANCE_RUN_SWEEP"))
+    web_dir: Path = WEB_DIST
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -166,6 +169,7 @@ class Settings:
                 get("TOKENDANCE_RUN_MAX_DELIVERIES"), "TOKENDANCE_RUN_MAX_DELIVERIES"
             ),
             run_sweep=_limit(get("TOKENDANCE_RUN_SWEEP"), "TOKENDANCE_RUN_SWEEP"),
+            web_dir=_optional_path(env.get("TOKENDANCE_WEB_DIR", "").strip()) or WEB_DIST,
         )
 
     def override(self, **changes: object) -> Settings:

@@ -11,6 +11,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresFactory
 from litestar import Litestar
@@ -51,6 +52,7 @@ from adapters.http.teams import InvitationController, TeamController
 from adapters.http.tools import ToolController
 from adapters.http.uploads import SessionUploads, UploadController
 from adapters.http.usage import Billing, UsageController
+from adapters.http.web_app import web_routes
 from adapters.http.workspace_files import FileListing, workspace_files_router
 from adapters.http.ws import push_socket
 from adapters.nats.session_feed import SessionFeed
@@ -60,6 +62,7 @@ from adapters.postgres.limit_counters import PostgresCounters
 from adapters.postgres.login_failures import PostgresLoginFailures
 from adapters.postgres.schema_lock import schema_lock
 from adapters.services import Services
+from adapters.settings import WEB_DIST
 from adapters.system import Engine
 from application.skills import SkillRegistry
 from application.skills.service import Skills
@@ -84,14 +87,16 @@ HANDLERS: list[ControllerRouterHandler] = [
 ]  # fmt: skip
 
 
-def routes(max_file_bytes: int) -> list[ControllerRouterHandler]:
-    """Every route: the app's, and the OpenAPI document's (`openapi_document.py`)."""
+def routes(max_file_bytes: int, web_dir: Path = WEB_DIST) -> list[ControllerRouterHandler]:
+    """Every route: the app's, the OpenAPI document's (`openapi_document.py`) and the
+    web client's (`web_app.py`: not in the document)."""
     return [
         *HANDLERS,
         *docs_routes(),
         workspace_files_router(max_file_bytes),
         MemoryController,
         EpisodicSearchController,
+        *web_routes(web_dir),
     ]
 
 
@@ -170,7 +175,7 @@ def create_app(
             await services.stop()
 
     app = Litestar(
-        route_handlers=routes(container.files.max_bytes),
+        route_handlers=routes(container.files.max_bytes, s.web_dir),
         dependencies={"api": Provide(_constant(api), sync_to_thread=False)},  # the only one
         # Outermost first: metrics see every answer; limits and idempotency know the user.
         middleware=[

@@ -2,10 +2,11 @@
 
 The caller is the authenticated user (`request.user.user_id`); before login (register,
 login, refresh) it is the client address. Every request but the operational ones
-(`/health`, `/readiness`, `/metrics`, `/schema*`) and OPTIONS counts towards the request
-limit (a CORS preflight is answered before any of this, by the CORS middleware that
-wraps the app: adapters/http/cors.py; an OPTIONS that reaches the app only lists a
-route's methods, which costs less than counting it); an
+(`/health`, `/readiness`, `/metrics`, `/schema*`), the web client's files (routes with
+`opt={"exclude_from_limits": True}`: adapters/http/web_app.py) and OPTIONS counts
+towards the request limit (a CORS preflight is answered before any of this, by the CORS
+middleware that wraps the app: adapters/http/cors.py; an OPTIONS that reaches the app
+only lists a route's methods, which costs less than counting it); an
 SSE endpoint also takes one of the caller's stream slots for as long as its response
 streams, and an upload (a session attachment, a workspace file) also counts towards
 the upload limit. Over a limit: 429
@@ -232,6 +233,7 @@ class RateLimitMiddleware(ASGIMiddleware):
     """Applies `RateLimits`; runs after authentication, so it knows the user."""
 
     scopes = (ScopeType.HTTP,)
+    exclude_opt_key = "exclude_from_limits"  # static files: a page load is many of them
 
     def __init__(self, limits: RateLimits) -> None:
         self.limits = limits

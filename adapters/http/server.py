@@ -25,6 +25,7 @@ from types import FrameType
 import uvicorn
 
 from adapters.http.app import create_app, end_streams
+from adapters.http.web_app import where
 from adapters.settings import Settings
 from adapters.system import System
 
@@ -65,6 +66,7 @@ async def serve(system: System, settings: Settings) -> None:
         timeout_graceful_shutdown=settings.shutdown_grace,
         http="auto",  # httptools where installed, else h11
     )
+    print(where(settings.web_dir, settings.host, settings.port), flush=True)
     loop = asyncio.get_running_loop()
     # A signal handler runs between two steps of the loop: hand the work to the loop.
     await _Server(config, lambda: loop.call_soon_threadsafe(end_streams, app)).serve()
