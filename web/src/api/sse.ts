@@ -49,13 +49,17 @@ export interface Follow {
 
 const DELAYS = [250, 500, 1000, 2000, 4000, 8000] as const
 
+/** Waits `ms`, or less: until aborted, or until the browser is back online. */
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms)
-    signal.addEventListener('abort', () => {
+    const wake = (): void => {
       clearTimeout(timer)
+      globalThis.removeEventListener?.('online', wake)
       resolve()
-    })
+    }
+    const timer = setTimeout(wake, ms)
+    signal.addEventListener('abort', wake)
+    globalThis.addEventListener?.('online', wake)
   })
 }
 

@@ -49,6 +49,7 @@ describe('chat reducer', () => {
     expect(state.tools.t1?.status).toBe('running')
     apply(state, ev({ type: 'tool_result', id: 't1', status: 'success', outcome: 'success', success: true, result: 'ok', duration_ms: 12, version: 5, timestamp: at }, 5))
     expect(state.tools.t1).toMatchObject({ status: 'success', result: 'ok', durationMs: 12 })
+    expect(state.tools.t1?.trail).toEqual(['pending', 'running', 'success'])
     expect(state.turns[0]?.toolIds).toEqual(['t1'])
   })
 

@@ -17,6 +17,8 @@ export interface ToolView {
   error: string | null
   durationMs: number | null
   progress: string | null
+  /** Every status it showed, in order (pending, running, success...). */
+  trail: ToolStatus[]
 }
 
 export interface Turn {
@@ -113,9 +115,15 @@ function upsertTool(state: ChatState, id: string, name: string, given: unknown):
     error: null,
     durationMs: null,
     progress: null,
+    trail: ['pending'],
   }
   state.tools[id] = view
   return view
+}
+
+function setStatus(view: ToolView, status: ToolStatus): void {
+  view.status = status
+  if (view.trail.at(-1) !== status) view.trail.push(status)
 }
 
 function attach(target: Turn, toolId: string): void {
@@ -151,7 +159,7 @@ export function addHistory(state: ChatState, messages: readonly MessageOut[]): v
     mergeCitations(t, m.citations)
     for (const call of m.tool_calls ?? []) {
       const view = upsertTool(state, call.id, call.name, call.args)
-      view.status = call.status
+      setStatus(view, call.status)
       view.result = call.result ?? null
       view.error = call.error ?? null
       view.durationMs = call.duration_ms ?? null
@@ -249,7 +257,7 @@ export function apply(state: ChatState, event: SseEvent): void {
     case 'tool_call': {
       const view = upsertTool(state, p.id, p.name, p.args)
       view.risky = p.risk === 'risky'
-      if (p.status === 'running' && view.status === 'pending') view.status = 'running'
+      if (p.status === 'running' && view.status === 'pending') setStatus(view, 'running')
       if (owner(state, p.id) === undefined) {
         const last = state.turns.findLast((t) => t.role === 'assistant') ?? liveTurn(state)
         attach(last, p.id)
@@ -259,7 +267,7 @@ export function apply(state: ChatState, event: SseEvent): void {
     }
     case 'tool_result': {
       const view = upsertTool(state, p.id, '', null)
-      view.status = p.status
+      setStatus(view, p.status)
       view.result = p.result ?? null
       view.error = p.error ?? null
       view.durationMs = p.duration_ms ?? null

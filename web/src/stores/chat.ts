@@ -9,6 +9,12 @@ import { chatRequest, newKey, sessionStream } from '@/api/streams'
 import type { SessionOut } from '@/api/types'
 import { addHistory, addOwnMessage, apply, createChatState, type ChatState } from '@/chat/reducer'
 
+/** A pending request's context is `{tool_call_id, args}`: the call's arguments. */
+function approvalArgs(context: Record<string, unknown>): Record<string, unknown> {
+  const args = context.args
+  return typeof args === 'object' && args !== null ? (args as Record<string, unknown>) : context
+}
+
 const final = (e: unknown): boolean => e instanceof ApiError && e.status >= 400 && e.status < 500
 
 export const useChat = defineStore('chat', () => {
@@ -74,7 +80,7 @@ export const useChat = defineStore('chat', () => {
       state.approval = {
         actionId: first.request_id,
         tool: first.operation,
-        args: first.context,
+        args: approvalArgs(first.context),
         description: first.description,
       }
     }

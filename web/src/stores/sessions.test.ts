@@ -33,7 +33,6 @@ describe('sessions', () => {
     const store = useSessions()
     store.status = 'running'
     await store.loadWorkspaces()
-    await store.load()
     const query = new URL(urls.at(-1) ?? '').searchParams
     expect(query.get('workspace_id')).toBe('w2')
     expect(query.get('status')).toBe('running')
@@ -65,5 +64,23 @@ describe('sessions', () => {
     await store.loadWorkspaces()
     store.search = 'S2'
     expect(store.shown.map((s) => s.id)).toEqual(['s2'])
+  })
+})
+
+describe('sessions, loaded twice at once', () => {
+  it('keeps the later workspace’s list when the earlier answer comes last', async () => {
+    let release: () => void = () => {}
+    const slow = new Promise<void>((r) => (release = r))
+    vi.stubGlobal('fetch', async (r: Request) => {
+      const ws = new URL(r.url).searchParams.get('workspace_id')
+      if (ws === 'w1') await slow
+      return json({ items: [session(`from-${ws}`)], total: 1, limit: 50, next_cursor: null })
+    })
+    const store = useSessions()
+    const first = store.choose('w1')
+    await store.choose('w2')
+    release()
+    await first
+    expect(store.items.map((s) => s.id)).toEqual(['from-w2'])
   })
 })

@@ -19,6 +19,7 @@ export const useSessions = defineStore('sessions', () => {
   const search = ref('')
   const status = ref<SessionStatus | ''>('')
   const loading = ref(false)
+  let loads = 0
 
   const workspace = computed(() => workspaces.value.find((w) => w.id === workspaceId.value) ?? null)
   /** Viewers read; they get no chat input and no approve button. */
@@ -31,9 +32,8 @@ export const useSessions = defineStore('sessions', () => {
   async function loadWorkspaces(): Promise<void> {
     const page = await data(api.GET('/api/v1/workspaces'))
     workspaces.value = page.items
-    if (!page.items.some((w) => w.id === workspaceId.value)) {
-      await choose(page.items[0]?.id ?? null)
-    }
+    const known = page.items.some((w) => w.id === workspaceId.value)
+    await choose(known ? workspaceId.value : (page.items[0]?.id ?? null))
   }
 
   async function choose(id: string | null): Promise<void> {
@@ -56,7 +56,9 @@ export const useSessions = defineStore('sessions', () => {
         ...(status.value ? { status: status.value } : {}),
         ...(more && nextCursor.value ? { cursor: nextCursor.value } : {}),
       }
+      const asked = ++loads
       const page = await data(api.GET('/api/v1/sessions', { params: { query } }))
+      if (asked !== loads) return // a later load (another workspace or filter) wins
       items.value = more ? [...items.value, ...page.items] : page.items
       nextCursor.value = page.next_cursor
     } finally {
@@ -64,11 +66,12 @@ export const useSessions = defineStore('sessions', () => {
     }
   }
 
-  async function create(title: string): Promise<SessionOut> {
+  /** A new session (the server names it "New session" when no title is given). */
+  async function create(title?: string): Promise<SessionOut> {
     if (workspaceId.value === null) throw new Error('no workspace')
     const made = await data(
       api.POST('/api/v1/sessions', {
-        body: { workspace_id: workspaceId.value, title },
+        body: { workspace_id: workspaceId.value, ...(title ? { title } : {}) },
         params: { header: { 'Idempotency-Key': newKey() } },
       }),
     )

@@ -1,0 +1,75 @@
+"""The built web app (`web/dist`) in Debian's Chromium, against a real `tokendance serve`.
+
+Playwright drives the system's `chromium` with `executable_path` (never a downloaded
+browser). Without it, or without a build (`npm --prefix web run build`), the tests are
+skipped, saying which. Every request the page makes is recorded, so a test can check
+that none goes to a host but the server's.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+ROOT = Path(__file__).parents[3]
+DIST = ROOT / "web" / "dist"
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if CHROMIUM is None:
+        pytest.skip("no chromium on PATH (apt-get install chromium): the web app is not tested")
+    if not (DIST / "index.html").exists():
+        pytest.skip("web/dist is not built (npm --prefix web run build): the web app is not tested")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM)
+        yield launched
+        launched.close()
+
+
+@dataclass
+class Visit:
+    """A page of the app with every URL it asked for (HTTP and WebSocket)."""
+
+    page: Page
+    base: str
+    urls: list[str] = field(default_factory=list)
+
+    def go(self, path: str) -> None:
+        self.page.goto(f"{self.base}{path}")
+
+    def foreign(self) -> list[str]:
+        """The URLs that went to another host than the server's."""
+        ours = urlsplit(self.base).netloc
+        return [u for u in self.urls if urlsplit(u).netloc not in (ours, "")]
+
+    def screenshot(self, name: str) -> None:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
+
+
+@pytest.fixture
+def visit(browser: Browser) -> Iterator[object]:
+    pages: list[Page] = []
+
+    def open_page(base: str) -> Visit:
+        context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US")
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        seen = Visit(page, base)
+        page.on("request", lambda r: seen.urls.append(r.url))
+        page.on("websocket", lambda ws: seen.urls.append(ws.url))
+        pages.append(page)
+        return seen
+
+    yield open_page
+    for page in pages:
+        page.context.close()
