@@ -140,3 +140,22 @@ def test_a_stream_cut_by_a_server_restart_resumes_in_the_page_without_a_repeat_o
     )
     shown_once(log, QUESTION, FIRST, "Now I remove my scratch file.", "Noted, after the restart.")
     assert seen.foreign() == [], seen.foreign()
+
+
+def test_the_stop_button_stops_the_run(
+    start_server: StartServer, visit: Callable[[str], Visit]
+) -> None:
+    server = start_server("slow")
+    seen = visit(server.url)
+    page = seen.page
+    register(seen, "stop@example.com")
+    new_session(seen)
+    page.get_by_placeholder("Ask the agent…").fill("Take your time")
+    page.get_by_role("button", name="Send").click()
+    log = page.get_by_test_id("chat-log")
+    asked = log.locator('.chat-message[data-role="user"]')
+    expect(asked).not_to_have_attribute("data-message-id", "")  # stored: the run is on
+    page.get_by_role("button", name="Stop").click()
+    expect(log.locator(".run-done")).to_have_attribute("data-status", "stopped")
+    expect(page.get_by_role("button", name="Stop")).to_be_hidden()
+    assert "This answer comes too late." not in log.inner_text()
