@@ -139,6 +139,7 @@ def test_a_stream_cut_by_a_server_restart_resumes_in_the_page_without_a_repeat_o
         "data-status", "success"
     )
     shown_once(log, QUESTION, FIRST, "Now I remove my scratch file.", "Noted, after the restart.")
+    seen.screenshot("web-chat-resumed")
     assert seen.foreign() == [], seen.foreign()
 
 
@@ -159,3 +160,4 @@ def test_the_stop_button_stops_the_run(
     expect(log.locator(".run-done")).to_have_attribute("data-status", "stopped")
     expect(page.get_by_role("button", name="Stop")).to_be_hidden()
     assert "This answer comes too late." not in log.inner_text()
+    seen.screenshot("web-chat-stopped")
