@@ -30,6 +30,12 @@ describe('chat reducer', () => {
     expect(state.memoryTick).toBe(0) // version 6 is behind the last id applied
   })
 
+  it('marks the artifact list stale on an artifact event, once per event', () => {
+    const made = ev({ type: 'artifact', kind: 'report', name: 'report.md', blob_ref: 'b', size: 9, sha256: 's', media_type: 'text/markdown', artifact_id: 'a1', version: 3, timestamp: at }, 3)
+    const state = run(createChatState(), [made, made])
+    expect(state.artifactTick).toBe(1)
+  })
+
   it('does not repeat a message the history already listed', () => {
     const state = createChatState()
     const listed: MessageOut = { id: 'm7', session_id: 's', version: 7, role: 'assistant', content: 'Once.', created_at: at }

@@ -60,6 +60,8 @@ export interface ChatState {
   sources: Record<number, Sse.Source>
   /** Grows with each plan, finding or progress: the working memory is stale. */
   memoryTick: number
+  /** Grows with each artifact event: the artifact list is stale. */
+  artifactTick: number
 }
 
 let counter = 0
@@ -78,6 +80,7 @@ export function createChatState(): ChatState {
     notices: [],
     sources: {},
     memoryTick: 0,
+    artifactTick: 0,
   }
 }
 
@@ -324,6 +327,7 @@ export function apply(state: ChatState, event: SseEvent): void {
       return
     case 'artifact':
       notice(state, 'artifact', p.name)
+      state.artifactTick += 1
       return
     case 'session':
     case 'skill_activated':

@@ -1,0 +1,75 @@
+// Artifacts: their bytes and thumbnails fetched with the bearer token (never in a URL),
+// and a preview's tagged union (on `format`) turned into what the dialog shows.
+import { apiUrl, authedFetch } from '@/api/client'
+import { errorOf } from '@/api/errors'
+import type { Schemas } from '@/api/types'
+import { renderMarkdown } from '@/lib/markdown'
+
+export type ArtifactOut = Schemas['ArtifactOut']
+export type ArtifactPreview = Schemas['MarkdownPreview'] | Schemas['PdfPreview'] | Schemas['PptPreview']
+export type PptPage = Schemas['PptPage']
+
+export type PreviewView =
+  | { kind: 'markdown'; html: string }
+  | { kind: 'pdf'; pages: string[] }
+  | { kind: 'ppt'; slides: PptPage[] }
+
+/** What the dialog shows for a preview: safe HTML, pages of text, or slides in order. */
+export function previewView(preview: ArtifactPreview): PreviewView {
+  switch (preview.format) {
+    case 'markdown':
+      return { kind: 'markdown', html: renderMarkdown(preview.text) }
+    case 'pdf':
+      return { kind: 'pdf', pages: preview.pages }
+    case 'ppt':
+      return { kind: 'ppt', slides: [...preview.pages].sort((a, b) => a.index - b.index) }
+    default: {
+      const never: never = preview
+      throw new Error(`unknown preview ${JSON.stringify(never)}`)
+    }
+  }
+}
+
+/** The slide after `delta` steps from `current`, held within `count` slides. */
+export function step(current: number, delta: number, count: number): number {
+  if (count <= 0) return 0
+  return Math.min(count - 1, Math.max(0, current + delta))
+}
+
+/** GETs an API path with the token; the answer, or its error thrown. */
+async function authedGet(path: string): Promise<Response> {
+  const answer = await authedFetch(new Request(apiUrl(path)))
+  if (!answer.ok) throw await errorOf(answer)
+  return answer
+}
+
+export async function fetchPreview(path: string): Promise<ArtifactPreview> {
+  return (await (await authedGet(path)).json()) as ArtifactPreview
+}
+
+/** An object URL of the bytes at an API path (the caller revokes it). */
+export async function blobUrl(path: string): Promise<string> {
+  return URL.createObjectURL(await (await authedGet(path)).blob())
+}
+
+/** Downloads an artifact's bytes and saves them under its name. */
+export async function download(artifact: ArtifactOut): Promise<void> {
+  const url = await blobUrl(artifact.download_url)
+  try {
+    const link = document.createElement('a')
+    link.href = url
+    link.download = artifact.name
+    document.body.append(link)
+    link.click()
+    link.remove()
+  } finally {
+    setTimeout(() => URL.revokeObjectURL(url), 0)
+  }
+}
+
+/** A readable size: bytes, KB or MB. */
+export function formatSize(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`
+}
