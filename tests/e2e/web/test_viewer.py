@@ -8,10 +8,10 @@ from collections.abc import Callable
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.client import is_event, read_sse, sign_up
+from tests.e2e.client import is_event, read_sse
 from tests.e2e.conftest import StartServer
 from tests.e2e.web.conftest import Visit
-from tests.e2e.web.helpers import PASSWORD
+from tests.e2e.web.helpers import PASSWORD, team_with_viewer
 
 pytestmark = [pytest.mark.e2e]
 
@@ -20,17 +20,7 @@ def test_a_viewer_sees_the_session_but_gets_no_input_and_no_approve_button(
     start_server: StartServer, visit: Callable[[str], Visit]
 ) -> None:
     server = start_server("one_tool")
-    anon = server.client()
-    owner_account = sign_up(anon, "olga@example.com")
-    viewer_account = sign_up(anon, "vera@example.com")
-    owner = server.client(str(owner_account["access_token"]))
-    team = owner.post("/api/v1/teams/", json={"name": "Research"}).json()["id"]
-    made = owner.post("/api/v1/workspaces/", json={"name": "Papers", "team_id": team})
-    workspace = made.json()["id"]
-    added = owner.post(
-        f"/api/v1/teams/{team}/members", json={"email": "vera@example.com", "role": "viewer"}
-    )
-    assert added.status_code == 201, added.text
+    owner, viewer, workspace = team_with_viewer(server)
     created = owner.post(
         "/api/v1/sessions/",
         json={"workspace_id": workspace, "title": "Shared", "settings": {"confirmation": "always"}},
@@ -60,7 +50,6 @@ def test_a_viewer_sees_the_session_but_gets_no_input_and_no_approve_button(
     expect(page.get_by_test_id("sessions")).to_contain_text("Shared")  # its workspace's list
     seen.screenshot("web-chat-viewer")
 
-    viewer = server.client(str(viewer_account["access_token"]))
     refused = viewer.post(f"/api/v1/chat/{sid}/message", json={"content": "me too"})
     assert refused.status_code == 403, refused.text
     assert seen.foreign() == []

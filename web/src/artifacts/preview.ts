@@ -53,12 +53,17 @@ export async function blobUrl(path: string): Promise<string> {
 }
 
 /** Downloads an artifact's bytes and saves them under its name. */
-export async function download(artifact: ArtifactOut): Promise<void> {
-  const url = await blobUrl(artifact.download_url)
+export function download(artifact: ArtifactOut): Promise<void> {
+  return saveAs(artifact.download_url, artifact.name)
+}
+
+/** Fetches the bytes at an API path (token in a header) and saves them as `name`. */
+export async function saveAs(path: string, name: string): Promise<void> {
+  const url = await blobUrl(path)
   try {
     const link = document.createElement('a')
     link.href = url
-    link.download = artifact.name
+    link.download = name
     document.body.append(link)
     link.click()
     link.remove()

@@ -14,6 +14,7 @@ export const router = createRouter({
       children: [
         { path: '', name: 'home', component: () => import('@/views/HomeView.vue') },
         { path: 'sessions/:id', name: 'chat', component: () => import('@/views/ChatView.vue'), props: true },
+        { path: 'workspaces/:id/files', name: 'files', component: () => import('@/views/FilesView.vue'), props: true },
       ],
     },
     { path: '/:path(.*)*', name: 'not-found', component: () => import('@/views/NotFoundView.vue'), meta: { public: true } },
