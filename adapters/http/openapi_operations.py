@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from litestar.openapi.spec import (
+    OpenAPIFormat,
     OpenAPIHeader,
     OpenAPIMediaType,
     OpenAPIResponse,
@@ -56,7 +57,7 @@ EXTRA_ERRORS = {
     "getSlideThumbnail": {501, 502},
 }
 WRONG_CREDENTIALS = {"login", "refreshToken", "logout"}  # public, or 401 for a bad token
-BINARY = Schema(type=OpenAPIType.STRING, format="binary")  # type: ignore[arg-type]
+BINARY = Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY)
 # The 200 bodies that are not JSON: (media type, schema, description), by operation id.
 BODIES = {
     "downloadArtifact": (

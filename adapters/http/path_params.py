@@ -11,7 +11,6 @@ from uuid import UUID
 
 from litestar import Litestar
 from litestar.routes import HTTPRoute
-from litestar.types import Method
 from litestar.types.internal_types import PathParameterDefinition
 
 # msgspec's words for the same mistake in a body or a query, so all three read alike.
@@ -23,7 +22,7 @@ def unparsed(app: Litestar, method: str, path: str) -> tuple[str, str] | None:
     `method`; None when no route would take it with any value there."""
     segments = [s for s in path.split("/") if s]
     for route in app.routes:
-        if not isinstance(route, HTTPRoute) or _method(method) not in route.methods:
+        if not isinstance(route, HTTPRoute) or method.upper() not in route.methods:
             continue
         components = route.path_components
         if len(components) != len(segments):
@@ -48,7 +47,3 @@ def _first_failure(
             except ValueError:
                 failure = (component.name, PROBLEMS.get(component.type, "Invalid value"))
     return failure
-
-
-def _method(method: str) -> Method:
-    return method.upper()  # type: ignore[return-value]
