@@ -8,17 +8,22 @@ that none goes to a host but the server's.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
+from tests.e2e.client import Server
+from tests.e2e.conftest import StartServer
+
 ROOT = Path(__file__).parents[3]
-DIST = ROOT / "web" / "dist"
+DIST = Path(os.environ.get("WEB_DIST") or ROOT / "web" / "dist")
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -33,6 +38,18 @@ def browser() -> Iterator[Browser]:
         launched = playwright.chromium.launch(executable_path=CHROMIUM)
         yield launched
         launched.close()
+
+
+@pytest.fixture
+def start_server(start_server: StartServer) -> StartServer:
+    """The e2e servers, serving the build under test."""
+
+    def start(*args: Any, extra_env: dict[str, str] | None = None, **kw: Any) -> Server:
+        return start_server(
+            *args, extra_env={"TOKENDANCE_WEB_DIR": str(DIST), **(extra_env or {})}, **kw
+        )
+
+    return start
 
 
 @dataclass
