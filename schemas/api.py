@@ -191,6 +191,7 @@ class MessageOut(msgspec.Struct, kw_only=True):
     citations: list[Citation] = msgspec.field(default_factory=list)  # `index` = `[n]`
     thinking: str | None = None
     unresolved_citations: list[int] | None = None  # `[n]` naming no source: not links
+    attachments: list[str] | None = None  # a user message's session uploads (blob refs)
 
 
 class MessagePage(msgspec.Struct):

@@ -37,7 +37,7 @@ def messages_of(session: AgentSession, events: Sequence[SessionEvent]) -> list[M
             id=m.id, session_id=session.id, version=m.version, role=m.role, content=m.content,
             created_at=m.timestamp, tool_calls=[call_out(u) for u in m.tool_calls or ()],
             citations=m.citations or [], thinking=m.thinking,
-            unresolved_citations=m.unresolved_citations,
+            unresolved_citations=m.unresolved_citations, attachments=m.attachments or None,
         )  # fmt: skip
 
     return [message_out(m) for m in map(message_of, events) if m is not None]
