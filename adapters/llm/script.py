@@ -9,6 +9,7 @@ One turn per model call:
       stop_reason: tool_use      # default: tool_use with tool calls, else end_turn
       usage: {input: 1200, output: 80, cache_read: 0, cache_write: 0}  # default: estimated
       delay: 0.5                 # seconds to wait before streaming
+      pace: 0.005                # seconds between streamed chunks (default: none)
 
 A file is either that list or `{model: name, turns: [...]}`. Errors name where they are
 (`demo.yaml: turns[2].text: ...`).
@@ -29,7 +30,7 @@ import yaml
 from domain.conversation import StopReason, Usage
 
 DEFAULT_MODEL = "scripted"
-_TURN_KEYS = frozenset({"thinking", "text", "tool_calls", "stop_reason", "usage", "delay"})
+_TURN_KEYS = frozenset({"thinking", "text", "tool_calls", "stop_reason", "usage", "delay", "pace"})
 _CALL_KEYS = frozenset({"name", "input", "id"})
 _USAGE_KEYS = {
     "input": "input_tokens",
@@ -61,6 +62,14 @@ class ScriptedTurn:
     stop_reason: StopReason | None = None
     usage: Usage | None = None
     delay: float = 0.0
+    pace: float = 0.0
+
+
+def _seconds(raw: Mapping[str, object], key: str, where: str) -> float:
+    value = raw.get(key, 0)
+    if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+        raise ScriptError(f"{where}.{key}: expected a non-negative number of seconds")
+    return float(value)
 
 
 def _string(raw: Mapping[str, object], key: str, where: str) -> str:
@@ -123,12 +132,15 @@ def parse_turn(raw: object, where: str) -> ScriptedTurn:
         raise ScriptError(
             f"{where}.stop_reason: {stop_reason!r} is not one of {list(_STOP_REASONS)}"
         )
-    delay = turn.get("delay", 0)
-    if not isinstance(delay, int | float) or isinstance(delay, bool) or delay < 0:
-        raise ScriptError(f"{where}.delay: expected a non-negative number of seconds")
     usage = _parse_usage(turn["usage"], f"{where}.usage") if "usage" in turn else None
     return ScriptedTurn(
-        text, thinking, calls, cast(StopReason | None, stop_reason), usage, float(delay)
+        text,
+        thinking,
+        calls,
+        cast(StopReason | None, stop_reason),
+        usage,
+        _seconds(turn, "delay", where),
+        _seconds(turn, "pace", where),
     )
 
 

@@ -143,9 +143,11 @@ class ScriptedLLM:
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         self.requests.append(request)
         planned = await self._next_turn(request)
+        pace = 0.0  # between chunks; 0 still lets concurrent streams interleave
         if isinstance(planned, ScriptedTurn):
             if planned.delay:
                 await asyncio.sleep(planned.delay)
+            pace = planned.pace
             turn = self._finish(planned, request)
         else:
             turn = planned
@@ -155,11 +157,11 @@ class ScriptedLLM:
             if isinstance(block, ThinkingBlock):
                 for piece in _chunks(block.thinking):
                     yield ThinkingDelta(piece)
-                    await asyncio.sleep(0)  # let concurrent streams interleave
+                    await asyncio.sleep(pace)
             elif isinstance(block, TextBlock):
                 for piece in _chunks(block.text):
                     yield TextDelta(piece)
-                    await asyncio.sleep(0)
+                    await asyncio.sleep(pace)
         yield turn
 
     async def _next_turn(self, request: ModelRequest) -> ModelTurn | ScriptedTurn:

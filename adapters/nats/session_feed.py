@@ -40,7 +40,7 @@ from adapters.nats.session_hub import Inbox, Overflowed, SessionHub
 from adapters.nats.stream import BadMessage, to_notification
 from application.bridge import SyncBridge
 from application.sessions import SessionService
-from domain.conversation import LiveItem
+from domain.conversation import LiveItem, TextDelta, ThinkingDelta
 from domain.events import SessionEvent, as_session_event
 from schemas import live
 
@@ -71,6 +71,17 @@ FeedItem = Stored | Live | Idle
 Arrival = Stored | Live  # a message of the shared subscription, decoded once
 
 
+def join_text(first: Arrival, second: Arrival) -> Arrival | None:
+    """Two chunks of a streaming turn's text (or thinking) as one, for a reader behind."""
+    match first, second:
+        case Live(TextDelta(text=a)), Live(TextDelta(text=b)):
+            return Live(TextDelta(a + b))
+        case Live(ThinkingDelta(thinking=a)), Live(ThinkingDelta(thinking=b)):
+            return Live(ThinkingDelta(a + b))
+        case _:
+            return None
+
+
 class SessionFeed:
     """Opens readers of one session's events (see the module docstring)."""
 
@@ -88,7 +99,7 @@ class SessionFeed:
         self.stream = stream
         self.closed = False
         self.hub: SessionHub[Arrival] = SessionHub(
-            connection=self.connection, subject=self._subject, parse=self._decode
+            connection=self.connection, subject=self._subject, parse=self._decode, join=join_text
         )
         # Every session's stored events in one subscription, for the push sockets (`ws`).
         self.push: PushHub[Stored] = PushHub(

@@ -2,10 +2,12 @@
 
 The first reader of a session subscribes, the last one to leave unsubscribes. Each
 message is parsed once and handed to every reader's inbox: a bounded queue of its
-own, so a reader that stops reading holds up no one. An inbox that overflows drops
-what it holds and says so (`OVERFLOWED` comes next): its reader then refills what
-it missed from wherever the truth is kept (the event store); what exists only on
-NATS is lost for it.
+own, so a reader that stops reading holds up no one. A message that can be joined to
+the one waiting last in the inbox is (`join`: a streaming turn's text chunks), so a
+reader a little behind a fast stream gets fewer, bigger chunks and loses nothing. An
+inbox that overflows drops what it holds and says so (`OVERFLOWED` comes next): its
+reader then refills what it missed from wherever the truth is kept (the event store);
+what exists only on NATS is lost for it.
 
 Subscribing runs in a task of the hub's, awaited by the readers that need it: a
 reader that goes away meanwhile cannot leave half a subscription behind, and
@@ -41,16 +43,32 @@ class Overflowed(enum.Enum):
 OVERFLOWED: Literal[Overflowed.OVERFLOWED] = Overflowed.OVERFLOWED
 
 
+Join = Callable[[T, T], T | None]
+"""Two messages as one, in order (None: they cannot be joined)."""
+
+
+def never(_first: object, _second: object) -> None:
+    return None
+
+
 class Inbox(Generic[T]):
     """One reader's bounded queue of parsed messages; never blocks the one who puts."""
 
-    def __init__(self) -> None:
+    def __init__(self, join: Join[T] = never) -> None:
         self._items: deque[T | Overflowed] = deque()
         self._size = READER_QUEUE
+        self._join = join
         self._ready = asyncio.Event()
         self.closed = False
 
     def put(self, item: T) -> None:
+        last = self._items[-1] if self._items else None
+        if last is not None and not isinstance(last, Overflowed):
+            joined = self._join(last, item)
+            if joined is not None:
+                self._items[-1] = joined
+                self._ready.set()
+                return
         if len(self._items) >= self._size:
             self._items.clear()
             self._items.append(OVERFLOWED)
@@ -101,10 +119,12 @@ class SessionHub(Generic[T]):
         connection: Callable[[], NATS | None],
         subject: Callable[[UUID], str],
         parse: Callable[[Msg], T | None],
+        join: Join[T] = never,
     ) -> None:
         self._connection = connection  # the client, or None while NATS is away
         self._subject = subject
         self._parse = parse
+        self._join = join
         self._channels: dict[UUID, _Channel[T]] = {}
 
     @property
@@ -117,7 +137,7 @@ class SessionHub(Generic[T]):
         channel = self._channels.get(session_id)
         if channel is None:
             channel = self._channels[session_id] = _Channel(self._subject(session_id), self._parse)
-        inbox: Inbox[T] = Inbox()
+        inbox: Inbox[T] = Inbox(self._join)
         channel.inboxes.add(inbox)
         return inbox
 

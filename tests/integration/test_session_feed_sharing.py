@@ -146,6 +146,34 @@ async def test_a_reader_that_stops_reading_holds_up_no_one_and_loses_no_stored_e
     await fast.aclose()
 
 
+async def test_a_reader_behind_a_burst_of_live_text_gets_all_of_it_joined(
+    container: Container, services: Services
+) -> None:
+    """A model streams faster than a client reads: the chunks waiting in the reader's
+    inbox are joined into bigger ones instead of overflowing it, so every character
+    still arrives, in order, and the stream catches up."""
+    feed = session_feed(container, services)
+    sid = await new_session(container)
+    reader = feed.read(sid, 0, idle=60)
+    assert (await next_stored(reader)).version == 1
+    sink = NatsDeltaSink(lambda: services.nats, container.settings.nats_stream)
+    chunks = [f"w{i} " for i in range(4 * session_hub.READER_QUEUE)]
+    for chunk in chunks:  # nobody reads meanwhile
+        await sink.publish(sid, TextDelta(chunk))
+    await append(container, sid, 1)  # version 2 marks the end of the burst
+    text: list[str] = []
+    async with asyncio.timeout(WAIT):
+        async for item in reader:
+            if isinstance(item, Live):
+                assert isinstance(item.delta, TextDelta)
+                text.append(item.delta.text)
+            elif isinstance(item, Stored) and item.version == 2:
+                break
+    assert "".join(text) == "".join(chunks)
+    assert len(text) < len(chunks)  # joined while waiting
+    await reader.aclose()
+
+
 async def test_readers_of_different_sessions_get_only_their_own_events(
     container: Container, services: Services
 ) -> None:

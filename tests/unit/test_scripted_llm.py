@@ -190,6 +190,7 @@ async def test_function_returning_a_bad_turn_raises_llm_error() -> None:
         ("- {tool_calls: [{input: {}}]}\n", r"turns\[0\]\.tool_calls\[0\]\.name"),
         ("- text: ok\n- {text: ok, usage: {input: -1}}\n", r"turns\[1\]\.usage\.input"),
         ("- {text: ok, delay: soon}\n", r"turns\[0\]\.delay"),
+        ("- {text: ok, pace: -1}\n", r"turns\[0\]\.pace"),
         ("- {}\n", r"turns\[0\]: a turn needs"),
         ("model: m\n", r"expected a list of turns"),
         ("- text: ok\n- text: [unclosed\n", r"invalid YAML"),
@@ -281,6 +282,23 @@ async def test_delayed_turn_cancels_cleanly() -> None:
     assert received == []
     # The cancelled call used its turn; the model keeps working afterwards.
     assert (await final_turn(llm)).text == "next"
+
+
+async def test_a_paced_turn_waits_between_its_chunks() -> None:
+    llm = ScriptedLLM.from_turns([{"text": "one two three", "pace": 3600}])
+    received: list[StreamItem] = []
+
+    async def consume() -> None:
+        async for item in llm.stream(request()):
+            received.append(item)
+
+    task = asyncio.create_task(consume())
+    for _ in range(5):  # loop iterations, not a clock: the pace holds the second chunk
+        await asyncio.sleep(0)
+    assert received == [TextDelta("one ")]
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
 
 
 async def test_concurrent_calls_get_distinct_turns_in_call_order() -> None:
