@@ -1,5 +1,6 @@
 // The push channel (WS /api/v1/ws): follows the listed sessions, applies `session_update`,
-// shows `notification` as toasts, and reconnects with a growing delay.
+// shows `notification` as toasts (except the open chat's own: the chat shows those), and
+// reconnects with a growing delay.
 import { onBeforeUnmount, watch, type Ref } from 'vue'
 import { refreshOnce } from '@/api/client'
 import { readTokens } from '@/api/tokens'
@@ -14,7 +15,12 @@ export function socketUrl(token: string, location: Location = window.location): 
   return `${scheme}://${location.host}/api/v1/ws?access_token=${encodeURIComponent(token)}`
 }
 
-export function useWebSocket(sessionIds: Ref<string[]>): void {
+/** Whether a notification is worth a toast: not when its session is open in the chat. */
+export function toastWorthy(message: { session_id?: string | null }, openSession: string | null): boolean {
+  return !message.session_id || message.session_id !== openSession
+}
+
+export function useWebSocket(sessionIds: Ref<string[]>, openSession: () => string | null = () => null): void {
   const sessions = useSessions()
   const toasts = useToasts()
   let socket: WebSocket | null = null
@@ -42,7 +48,9 @@ export function useWebSocket(sessionIds: Ref<string[]>): void {
         sessions.applyUpdate(message)
         return
       case 'notification':
-        toasts.push({ title: message.title, message: message.message, code: null, kind: 'info' })
+        if (toastWorthy(message, openSession())) {
+          toasts.push({ title: message.title, message: message.message, code: null, kind: 'info' })
+        }
         return
       case 'subscribed':
       case 'unsubscribed':
