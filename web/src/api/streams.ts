@@ -6,7 +6,7 @@ export function newKey(): string {
   return globalThis.crypto?.randomUUID?.() ?? `${Date.now()}-${Math.random().toString(36).slice(2)}`
 }
 
-export function chatRequest(sessionId: string, content: string, signal: AbortSignal): Promise<Response> {
+export function chatRequest(sessionId: string, content: string, signal: AbortSignal, attachments: string[] = []): Promise<Response> {
   return authedFetch(
     new Request(apiUrl(`/api/v1/chat/${sessionId}/message`), {
       method: 'POST',
@@ -15,7 +15,7 @@ export function chatRequest(sessionId: string, content: string, signal: AbortSig
         Accept: 'text/event-stream',
         'Idempotency-Key': newKey(),
       },
-      body: JSON.stringify({ content }),
+      body: JSON.stringify(attachments.length ? { content, attachments } : { content }),
       signal,
     }),
   )

@@ -93,6 +93,21 @@ describe('chat reducer', () => {
     expect(state.turns[0]).toMatchObject({ id: 'u2', live: false })
   })
 
+  it("keeps the sent message's attachments by name; a stored one names its blob refs", () => {
+    const state = createChatState()
+    addOwnMessage(state, 'read', [{ ref: 'abcdef0123456789', name: 'notes.md', size: 9 }])
+    const user = (version: number, content: string) =>
+      ev({ type: 'message', version, timestamp: at, id: `u${version}`, role: 'user', content, attachments: ['abcdef0123456789'] }, version)
+    run(state, [user(2, 'read'), user(3, 'again')])
+    expect(state.turns.map((t) => t.attachments)).toEqual([
+      [{ ref: 'abcdef0123456789', name: 'notes.md', size: 9 }],
+      [{ ref: 'abcdef0123456789', name: 'abcdef012345', size: null }],
+    ])
+    const reopened = createChatState()
+    addHistory(reopened, [{ id: 'u2', session_id: 's', version: 2, role: 'user', content: 'read', created_at: at, attachments: ['ff00'] }])
+    expect(reopened.turns[0]?.attachments).toEqual([{ ref: 'ff00', name: 'ff00', size: null }])
+  })
+
   it('notes strikes, reboots and budgets quietly', () => {
     const state = createChatState()
     apply(state, ev({ type: 'notice', kind: 'strike', tool: 'web_search', error_signature: 'timeout', version: 3, timestamp: at }, 3))

@@ -4,6 +4,7 @@
 // applied once, by its id.
 import type { Citation, MessageOut, Sse, ToolCallOut } from '@/api/types'
 import type { SseEvent } from '@/api/sse'
+import type { AttachedView } from './attachments'
 
 export type ToolStatus = ToolCallOut['status']
 
@@ -30,6 +31,8 @@ export interface Turn {
   thinkingLive: boolean
   toolIds: string[]
   citations: Citation[]
+  /** A user message's uploads. */
+  attachments: AttachedView[]
   /** Still streaming: its stored message has not arrived. */
   live: boolean
 }
@@ -94,6 +97,7 @@ function turn(role: Turn['role'], id: string | null, content: string, live: bool
     thinkingLive: false,
     toolIds: [],
     citations: [],
+    attachments: [],
     live,
   }
 }
@@ -159,6 +163,7 @@ export function addHistory(state: ChatState, messages: readonly MessageOut[]): v
     if (state.turns.some((t) => t.id === m.id)) continue
     const t = turn(m.role, m.id, m.content, false)
     t.thinking = m.thinking ?? ''
+    t.attachments = refViews(m.attachments)
     mergeCitations(t, m.citations)
     for (const call of m.tool_calls ?? []) {
       const view = upsertTool(state, call.id, call.name, call.args)
@@ -173,9 +178,16 @@ export function addHistory(state: ChatState, messages: readonly MessageOut[]): v
   state.turns.unshift(...older)
 }
 
+/** Attachments known by their blob refs alone (a stored message names no file names). */
+function refViews(refs: readonly string[] | null | undefined): AttachedView[] {
+  return (refs ?? []).map((ref) => ({ ref, name: ref.slice(0, 12), size: null }))
+}
+
 /** A message the user sent, shown until its stored `message` arrives. */
-export function addOwnMessage(state: ChatState, content: string): void {
-  state.turns.push(turn('user', null, content, true))
+export function addOwnMessage(state: ChatState, content: string, attached: AttachedView[] = []): void {
+  const own = turn('user', null, content, true)
+  own.attachments = attached
+  state.turns.push(own)
   state.running = true
   state.done = null
   state.error = null
@@ -189,7 +201,9 @@ function applyMessage(state: ChatState, m: Sse.Message): void {
       own.id = m.id
       own.live = false
     } else {
-      state.turns.push(turn('user', m.id, m.content, false))
+      const t = turn('user', m.id, m.content, false)
+      t.attachments = refViews(m.attachments)
+      state.turns.push(t)
     }
     return
   }

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { ApiError } from '@/api/errors'
 import { saveTokens } from '@/api/tokens'
-import { uploadFile } from './upload'
+import { uploadAttachment, uploadFile } from './upload'
 
 /** An XMLHttpRequest that records what was sent and answers as a test says. */
 class FakeXhr {
@@ -93,5 +93,14 @@ describe('uploadFile', () => {
     await expect(uploadFile('w1', file, () => {})).rejects.toMatchObject({ status: 502, errorCode: 'HTTP_502' })
     install((xhr) => xhr.fail())
     await expect(uploadFile('w1', file, () => {})).rejects.toThrow('no answer')
+  })
+})
+
+describe('uploadAttachment', () => {
+  it("posts to the session's attachments and answers its blob ref", async () => {
+    const made = { blob_ref: 'ab12', filename: 'hello.txt', size: 5, content_type: 'text/plain' }
+    install((xhr) => xhr.finish(201, made))
+    expect(await uploadAttachment('s1', file, () => {})).toEqual(made)
+    expect(FakeXhr.made[0]?.url).toMatch(/\/api\/v1\/sessions\/s1\/attachments$/)
   })
 })

@@ -1,4 +1,4 @@
-// Workspace files: the upload as multipart over XMLHttpRequest (fetch reports no upload
+// Workspace files and chat attachments: the upload as multipart over XMLHttpRequest (fetch reports no upload
 // progress), with the bearer token in a header and the API's error body on a failure.
 import { apiUrl, refreshOnce } from '@/api/client'
 import { errorFrom } from '@/api/errors'
@@ -6,6 +6,7 @@ import { readTokens } from '@/api/tokens'
 import type { Schemas } from '@/api/types'
 
 export type WorkspaceFileOut = Schemas['WorkspaceFileOut']
+export type AttachmentOut = Schemas['AttachmentOut']
 
 /** The fraction of the bytes sent, 0 to 1. */
 export type OnProgress = (fraction: number) => void
@@ -37,12 +38,23 @@ function send(url: string, file: File, onProgress: OnProgress): Promise<XMLHttpR
   })
 }
 
-/** Uploads a file to a workspace; the file made, or the API's error thrown. */
-export async function uploadFile(workspaceId: string, file: File, onProgress: OnProgress): Promise<WorkspaceFileOut> {
-  const url = apiUrl(`/api/v1/workspaces/${encodeURIComponent(workspaceId)}/files`)
+/** POSTs a file as the multipart field `file`; the answer's JSON, or the API's error thrown. */
+async function postFile<T>(path: string, file: File, onProgress: OnProgress): Promise<T> {
+  const url = apiUrl(path)
   let xhr = await send(url, file, onProgress)
   if (xhr.status === 401 && (await refreshOnce())) xhr = await send(url, file, onProgress)
   if (xhr.status < 200 || xhr.status >= 300) throw errorFrom(xhr.status, bodyOf(xhr))
   onProgress(1)
-  return bodyOf(xhr) as WorkspaceFileOut
+  return bodyOf(xhr) as T
+}
+
+/** Uploads a file to a workspace; the file made, or the API's error thrown. */
+export function uploadFile(workspaceId: string, file: File, onProgress: OnProgress): Promise<WorkspaceFileOut> {
+  return postFile(`/api/v1/workspaces/${encodeURIComponent(workspaceId)}/files`, file, onProgress)
+}
+
+/** Uploads a chat attachment to a session; its blob ref (for the next message), or the
+ * API's error thrown. */
+export function uploadAttachment(sessionId: string, file: File, onProgress: OnProgress): Promise<AttachmentOut> {
+  return postFile(`/api/v1/sessions/${encodeURIComponent(sessionId)}/attachments`, file, onProgress)
 }

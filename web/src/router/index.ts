@@ -15,6 +15,7 @@ export const router = createRouter({
         { path: '', name: 'home', component: () => import('@/views/HomeView.vue') },
         { path: 'sessions/:id', name: 'chat', component: () => import('@/views/ChatView.vue'), props: true },
         { path: 'workspaces/:id/files', name: 'files', component: () => import('@/views/FilesView.vue'), props: true },
+        { path: 'memory', name: 'memory', component: () => import('@/views/MemoryView.vue') },
       ],
     },
     { path: '/:path(.*)*', name: 'not-found', component: () => import('@/views/NotFoundView.vue'), meta: { public: true } },

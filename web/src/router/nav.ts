@@ -1,7 +1,7 @@
 // The app's screens beyond the chat, as the sidebar lists them: one entry per screen.
 // A workspace screen takes the chosen workspace's id as its `id` param and follows the
 // workspace switcher; a personal screen takes no params. Alt+<key> opens a screen.
-import { FolderOpen, type LucideIcon } from 'lucide-vue-next'
+import { Brain, FolderOpen, type LucideIcon } from 'lucide-vue-next'
 
 export interface NavEntry {
   /** The route's name in router/index.ts. */
@@ -16,4 +16,5 @@ export interface NavEntry {
 
 export const NAV: NavEntry[] = [
   { route: 'files', label: 'files.link', icon: FolderOpen, scope: 'workspace', key: 'F' },
+  { route: 'memory', label: 'memory.link', icon: Brain, scope: 'personal', key: 'M' },
 ]

@@ -7,6 +7,7 @@ import { ApiError } from '@/api/errors'
 import { follow, readSse, type SseEvent } from '@/api/sse'
 import { chatRequest, newKey, sessionStream } from '@/api/streams'
 import type { SessionOut } from '@/api/types'
+import type { AttachedView } from '@/chat/attachments'
 import { addHistory, addOwnMessage, apply, createChatState, type ChatState } from '@/chat/reducer'
 
 /** A pending request's context is `{tool_call_id, args}`: the call's arguments. */
@@ -100,15 +101,16 @@ export const useChat = defineStore('chat', () => {
 
   /** Sends a message and reads the run on the chat stream; the session stream takes over
    * when it ends (or drops), from the last id applied. */
-  async function send(content: string): Promise<void> {
+  async function send(content: string, attached: AttachedView[] = []): Promise<void> {
     const id = session.value?.id
     if (id === undefined) return
     closeStream()
     const controller = new AbortController()
     stream = controller
-    addOwnMessage(state, content)
+    addOwnMessage(state, content, attached)
     try {
-      await readSse(await chatRequest(id, content, controller.signal), receive)
+      const refs = attached.map((a) => a.ref)
+      await readSse(await chatRequest(id, content, controller.signal, refs), receive)
     } catch (error) {
       if (controller.signal.aborted) return
       if (final(error)) {
