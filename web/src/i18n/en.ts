@@ -135,7 +135,7 @@ export default {
     confirmDelete: 'Forget',
     cancel: 'Cancel',
     more: 'Load more',
-    pastSearch: 'Search sessions',
+    pastSearch: 'Search past sessions',
     pastPlaceholder: 'A word from a past conversation…',
     kinds: { session: 'session title', message: 'message', answer: 'answer', finding: 'finding' },
   },

@@ -137,7 +137,7 @@ const zh: typeof en = {
     confirmDelete: '忘记',
     cancel: '取消',
     more: '加载更多',
-    pastSearch: '搜索会话',
+    pastSearch: '搜索历史会话',
     pastPlaceholder: '过去对话中的一个词…',
     kinds: { session: '会话标题', message: '消息', answer: '回答', finding: '发现' },
   },

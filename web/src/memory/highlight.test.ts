@@ -2,6 +2,16 @@ import { describe, expect, it } from 'vitest'
 import { highlight, scopeOf } from './highlight'
 
 describe('highlight', () => {
+  it("marks the server's **matches** and drops the stars", () => {
+    expect(highlight('Which **lighthouse** guards **Ouessant**?', 'nothing')).toEqual([
+      { text: 'Which ', hit: false },
+      { text: 'lighthouse', hit: true },
+      { text: ' guards ', hit: false },
+      { text: 'Ouessant', hit: true },
+      { text: '?', hit: false },
+    ])
+  })
+
   it("marks the query's words in the snippet, in any case, longest first", () => {
     expect(highlight('Tides at Brest are semidiurnal', 'brest tide')).toEqual([
       { text: 'Tide', hit: true },
