@@ -21,7 +21,7 @@ from tests.e2e.client import read_sse, wait_until
 from tests.e2e.conftest import StartServer
 from tests.e2e.test_workspace_files import user
 from tests.e2e.web.conftest import Visit
-from tests.e2e.web.helpers import PASSWORD, new_session, register
+from tests.e2e.web.helpers import PASSWORD, new_session, register, team_with_viewer
 
 pytestmark = [pytest.mark.e2e]
 
@@ -162,4 +162,27 @@ def test_a_file_attached_in_the_chat_is_sent_with_the_message(
     assert stored["attachments"] == [hashlib.sha256(NOTES).hexdigest()]
     page.reload()  # a reopened chat still shows the attachment, by its blob ref
     expect(sent.locator(".attachment-chip")).to_contain_text(hashlib.sha256(NOTES).hexdigest()[:12])
+    page.keyboard.press("Alt+m")  # the Memory screen's shortcut
+    page.wait_for_url("**/memory")
+    expect(page.get_by_text("No memories yet")).to_be_visible()
     assert seen.foreign() == [], seen.foreign()
+
+
+def test_a_viewer_gets_no_attachment_control_and_the_api_refuses_their_upload(
+    start_server: StartServer, visit: Callable[[str], Visit]
+) -> None:
+    server = start_server(None)
+    owner, viewer, workspace = team_with_viewer(server)
+    sid = owner.post("/api/v1/sessions/", json={"workspace_id": workspace}).json()["id"]
+    refused = viewer.post(f"/api/v1/sessions/{sid}/attachments", files={"file": ("a.md", NOTES)})
+    assert refused.status_code == 403, refused.text
+
+    seen = visit(server.url)
+    page = seen.page
+    seen.go(f"/sessions/{sid}")
+    page.get_by_label("Email").fill("vera@example.com")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_test_id("viewer-note")).to_be_visible()
+    assert page.get_by_label("Attach files").count() == 0
+    assert page.get_by_test_id("chat-input").count() == 0
