@@ -296,6 +296,22 @@ class AuditPage(msgspec.Struct):
     limit: int
 
 
+class ReplayDivergence(msgspec.Struct):
+    """Where the replay first differs: the stored event and what the engine produced."""
+
+    version: int
+    expected: str
+    got: str
+
+
+class ReplayOut(msgspec.Struct):
+    """The replay check: the engine run again on the recorded inputs, against the log."""
+
+    identical: bool
+    events: int
+    divergence: ReplayDivergence | None
+
+
 # -- tools ----------------------------------------------------------------------
 
 

@@ -45,6 +45,7 @@ from adapters.http.openapi import complete, docs_routes, openapi_config
 from adapters.http.ops import OpsController, Probes
 from adapters.http.profile import ProfileController
 from adapters.http.read_your_writes import ViewWaiter
+from adapters.http.replay import ReplayController
 from adapters.http.session_stream import HitlController, StreamController
 from adapters.http.sessions import SessionController
 from adapters.http.skills import SkillController
@@ -80,7 +81,7 @@ log = logging.getLogger(__name__)
 MAX_BODY = 2 * 1024 * 1024  # a 1 MiB message plus its JSON envelope fits; more is refused
 HANDLERS: list[ControllerRouterHandler] = [
     OpsController, AuthController, ProfileController, WorkspaceController, TeamController,
-    InvitationController, ApiKeyController, SessionController, StreamController,
+    InvitationController, ApiKeyController, SessionController, ReplayController, StreamController,
     ChatController, HitlController, ToolController, UploadController, UsageController,
     BudgetsController, ArtifactController, DeckController, SkillController, metrics_endpoint,
     push_socket,
