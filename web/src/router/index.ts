@@ -16,8 +16,12 @@ export const router = createRouter({
         { path: 'sessions/:id', name: 'chat', component: () => import('@/views/ChatView.vue'), props: true },
         { path: 'workspaces/:id/files', name: 'files', component: () => import('@/views/FilesView.vue'), props: true },
         { path: 'memory', name: 'memory', component: () => import('@/views/MemoryView.vue') },
+        { path: 'workspaces/:id/team', name: 'team', component: () => import('@/views/TeamView.vue'), props: true },
+        { path: 'workspaces/:id/settings', name: 'workspace-settings', component: () => import('@/views/WorkspaceSettingsView.vue'), props: true },
+        { path: 'api-keys', name: 'api-keys', component: () => import('@/views/ApiKeysView.vue') },
       ],
     },
+    { path: '/invitations/:token', name: 'invitation', component: () => import('@/views/InvitationView.vue'), props: true, meta: { public: true } },
     { path: '/:path(.*)*', name: 'not-found', component: () => import('@/views/NotFoundView.vue'), meta: { public: true } },
   ],
 })
