@@ -14,6 +14,7 @@ export const router = createRouter({
       children: [
         { path: '', name: 'home', component: () => import('@/views/HomeView.vue') },
         { path: 'sessions/:id', name: 'chat', component: () => import('@/views/ChatView.vue'), props: true },
+        { path: 'sessions/:id/audit', name: 'audit', component: () => import('@/views/AuditView.vue'), props: true },
         { path: 'workspaces/:id/files', name: 'files', component: () => import('@/views/FilesView.vue'), props: true },
         { path: 'memory', name: 'memory', component: () => import('@/views/MemoryView.vue') },
         { path: 'workspaces/:id/team', name: 'team', component: () => import('@/views/TeamView.vue'), props: true },
