@@ -23,6 +23,16 @@ def register(visit: Visit, email: str, name: str = "Ada") -> None:
     expect(page.get_by_test_id("user-name")).to_have_text(name)
 
 
+def sign_in(visit: Visit, path: str, email: str) -> None:
+    """Opens `path` signed out, signs in through the page and is taken back to it."""
+    visit.go(path)
+    page = visit.page
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_test_id("user-name")).to_be_visible()
+
+
 def new_session(visit: Visit) -> str:
     """Starts a session from the sidebar; its id, from the address it opens."""
     page = visit.page

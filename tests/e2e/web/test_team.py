@@ -15,19 +15,9 @@ from playwright.sync_api import expect
 from tests.e2e.client import sign_up
 from tests.e2e.conftest import StartServer
 from tests.e2e.web.conftest import Visit
-from tests.e2e.web.helpers import PASSWORD, register, team_with_viewer
+from tests.e2e.web.helpers import PASSWORD, register, sign_in, team_with_viewer
 
 pytestmark = [pytest.mark.e2e]
-
-
-def sign_in(visit: Visit, email: str, path: str) -> None:
-    """Signs in through the page on the way to `path`."""
-    visit.go(path)
-    page = visit.page
-    page.get_by_label("Email").fill(email)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_test_id("user-name")).to_be_visible()
 
 
 def test_an_owner_adds_invites_re_roles_and_removes_and_the_invitee_joins_by_the_link(
@@ -38,7 +28,7 @@ def test_an_owner_adds_invites_re_roles_and_removes_and_the_invitee_joins_by_the
     sign_up(server.client(), "bob@example.com")
     seen = visit(server.url)
     page = seen.page
-    sign_in(seen, "olga@example.com", f"/workspaces/{workspace}/team")
+    sign_in(seen, f"/workspaces/{workspace}/team", "olga@example.com")
     expect(page.get_by_text("Team Research, which workspace Papers belongs to")).to_be_visible()
     rows = page.locator("tr.member")
     expect(rows).to_have_count(2)
@@ -82,6 +72,9 @@ def test_an_owner_adds_invites_re_roles_and_removes_and_the_invitee_joins_by_the
     expect(bob).to_have_count(0)
     members = owner.get(f"/api/v1/teams/{research}/members").json()["items"]
     assert "bob@example.com" not in {m["email"] for m in members}
+    page.emulate_media(color_scheme="dark")  # the theme follows the system's by default
+    seen.screenshot("web-team-dark")
+    page.emulate_media(color_scheme="light")
 
     invitee = visit(server.url)
     other = invitee.page
@@ -119,7 +112,7 @@ def test_settings_are_checked_as_the_api_checks_and_a_viewer_only_reads(
     owner, viewer, workspace = team_with_viewer(server)
     seen = visit(server.url)
     page = seen.page
-    sign_in(seen, "olga@example.com", f"/workspaces/{workspace}/settings")
+    sign_in(seen, f"/workspaces/{workspace}/settings", "olga@example.com")
     name = page.get_by_label("Workspace name")
     expect(name).to_have_value("Papers")
     name.fill("Papers 2")
@@ -138,6 +131,7 @@ def test_settings_are_checked_as_the_api_checks_and_a_viewer_only_reads(
     page.get_by_label("Thinking budget").fill("2048")
     page.get_by_role("button", name="Save").click()
     expect(page.get_by_role("status")).to_have_text("Saved")
+    page.evaluate("window.scrollTo(0, 0)")
     expect(errors).to_have_count(0)
     seen.screenshot("web-workspace-settings")
     mine = next(w for w in owner.get("/api/v1/workspaces/").json()["items"] if w["id"] == workspace)
@@ -149,7 +143,7 @@ def test_settings_are_checked_as_the_api_checks_and_a_viewer_only_reads(
 
     reader = visit(server.url)
     other = reader.page
-    sign_in(reader, "vera@example.com", f"/workspaces/{workspace}/settings")
+    sign_in(reader, f"/workspaces/{workspace}/settings", "vera@example.com")
     expect(other.get_by_test_id("read-only")).to_be_visible()
     expect(other.get_by_label("Workspace name")).to_have_value("Papers 2")
     expect(other.get_by_label("Workspace name")).to_be_disabled()

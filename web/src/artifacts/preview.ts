@@ -8,6 +8,7 @@ import { renderMarkdown } from '@/lib/markdown'
 export type ArtifactOut = Schemas['ArtifactOut']
 export type ArtifactPreview = Schemas['MarkdownPreview'] | Schemas['PdfPreview'] | Schemas['PptPreview']
 export type PptPage = Schemas['PptPage']
+export type ArtifactVersionOut = Schemas['ArtifactVersionOut']
 
 export type PreviewView =
   | { kind: 'markdown'; html: string }
@@ -44,7 +45,23 @@ async function authedGet(path: string): Promise<Response> {
 }
 
 export async function fetchPreview(path: string): Promise<ArtifactPreview> {
-  return (await (await authedGet(path)).json()) as ArtifactPreview
+  return (await previewAt(path)).preview
+}
+
+/** A path asking for one version (a version never changes, so its URL may be cached). */
+export function atVersion(path: string, version: number): string {
+  const url = new URL(path, 'http://x')
+  url.searchParams.set('version', String(version))
+  return `${url.pathname}${url.search}`
+}
+
+/** A preview, and why a deck has no slide images when the server says it has none
+ * (its `X-Preview-Thumbnails: unavailable; reason="..."` header), else null. */
+export async function previewAt(path: string): Promise<{ preview: ArtifactPreview; noThumbnails: string | null }> {
+  const answer = await authedGet(path)
+  const header = answer.headers.get('X-Preview-Thumbnails')
+  const reason = header === null ? null : (/reason="([^"]*)"/.exec(header)?.[1] ?? header)
+  return { preview: (await answer.json()) as ArtifactPreview, noThumbnails: reason }
 }
 
 /** An object URL of the bytes at an API path (the caller revokes it). */
