@@ -20,6 +20,7 @@ export const router = createRouter({
         { path: 'workspaces/:id/team', name: 'team', component: () => import('@/views/TeamView.vue'), props: true },
         { path: 'workspaces/:id/settings', name: 'workspace-settings', component: () => import('@/views/WorkspaceSettingsView.vue'), props: true },
         { path: 'api-keys', name: 'api-keys', component: () => import('@/views/ApiKeysView.vue') },
+        { path: 'usage', name: 'usage', component: () => import('@/views/UsageView.vue') },
       ],
     },
     { path: '/invitations/:token', name: 'invitation', component: () => import('@/views/InvitationView.vue'), props: true, meta: { public: true } },
