@@ -15,7 +15,7 @@ from tests.e2e.chat_helpers import chat, new_session
 from tests.e2e.client import sign_up
 from tests.e2e.conftest import StartServer
 from tests.e2e.web.conftest import Visit
-from tests.e2e.web.helpers import PASSWORD, team_with_viewer
+from tests.e2e.web.helpers import sign_in, team_with_viewer
 
 pytestmark = [pytest.mark.e2e]
 
@@ -26,15 +26,6 @@ def stored(http: httpx.Client, sid: object) -> list[dict[str, object]]:
     page = http.get(f"/api/v1/sessions/{sid}/events", params={"limit": 1000})
     assert page.status_code == 200, page.text
     return list(page.json()["items"])
-
-
-def sign_in(seen: Visit, path: str, email: str) -> None:
-    seen.go(path)
-    page = seen.page
-    page.get_by_label("Email").fill(email)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(f"**{path}")
 
 
 def test_a_finished_chat_audited_replayed_identically_and_forked_at_an_earlier_version(
