@@ -1,0 +1,114 @@
+"""The Usage screen against a real `serve` with the scripted model (`budget.yaml`: each
+call costs 0.012225 USD on the priced claude-sonnet-5-5): the chart's total is what
+GET /usage says, the table and the CSV download hold the API's rows, a workspace budget
+set from the page shows as a bar, with the alerts the next run raised, and the API's
+refusal of a bad budget is shown with its code."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.client import read_sse, settled, sign_up
+from tests.e2e.conftest import StartServer
+from tests.e2e.web.conftest import Visit
+from tests.e2e.web.helpers import PASSWORD
+
+pytestmark = [pytest.mark.e2e]
+
+
+def chat(http: httpx.Client, session: object, text: str) -> None:
+    read = read_sse(http, "POST", f"/api/v1/chat/{session}/message", json={"content": text})
+    assert read.status == 200, read.body
+    assert read.events[-1].event == "done", [e.event for e in read.events]
+
+
+def test_usage_chart_csv_and_a_budget_with_its_alerts(
+    start_server: StartServer, visit: Callable[[str], Visit]
+) -> None:
+    server = start_server("budget", extra_env={"TOKENDANCE_MAX_TOKENS": "100"})
+    account = sign_up(server.client(), "usage@example.com")
+    http = server.client(str(account["access_token"]))
+    # One tool offered: the worst case of a call (what a budget check reserves) stays small.
+    made = http.post("/api/v1/sessions/", json={"workspace_id": account["workspace_id"],
+                                               "settings": {"allowed_tools": ["note_progress"]}})  # fmt: skip
+    session = made.json()["id"]
+    chat(http, session, "one")
+    chat(http, session, "two")
+    settled(http)
+    report = http.get("/api/v1/usage", params={"group_by": "day,model"}).json()
+    assert report["totals"]["cost_usd"] == "0.024450", report
+
+    seen = visit(server.url)
+    page = seen.page
+    seen.go("/usage")
+    page.get_by_label("Email").fill("usage@example.com")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url("**/usage")
+    expect(page.get_by_test_id("total-cost")).to_have_text(f"${report['totals']['cost_usd']}")
+    today = datetime.now(UTC).date().isoformat()
+    bar = page.locator(f'g.day[data-day="{today}"]')
+    expect(bar).to_have_attribute("aria-label", f"{today}: $0.02445")
+    expect(bar.locator("rect")).to_have_count(2)  # the hover area and one model's segment
+    expect(page.get_by_role("list", name="Legend")).to_have_text("claude-sonnet-5-5")
+    bar.focus()
+    expect(page.get_by_test_id("chart-tooltip")).to_contain_text("claude-sonnet-5-5: $0.02445")
+    rows = page.locator("tr.usage-row")
+    expect(rows).to_have_count(len(report["items"]))
+    expect(rows.first).to_contain_text("0.024450")
+    seen.screenshot("web-usage")
+
+    # The CSV holds the rows shown, as the API's own CSV has them.
+    with page.expect_download() as saved:
+        page.get_by_role("button", name="Export CSV").click()
+    got = saved.value.path().read_text(encoding="utf-8")
+    api_csv = http.get(
+        "/api/v1/usage", params={"group_by": "day,model"}, headers={"Accept": "text/csv"}
+    ).text
+    assert list(csv.reader(io.StringIO(got))) == list(csv.reader(io.StringIO(api_csv)))
+    assert saved.value.suggested_filename.endswith("-by-model.csv")
+
+    # Tokens: the axis and the bar change with the toggle (3,800 tokens a call).
+    page.get_by_role("button", name="Tokens", exact=True).click()
+    expect(bar).to_have_attribute("aria-label", f"{today}: 7,600")
+
+    # A bad budget: the API's refusal, with its code, in the page.
+    budgets = page.get_by_role("region", name="Budgets")
+    budgets.get_by_label("Monthly USD").fill("0.04")
+    budgets.get_by_label("Alert thresholds (%)").fill("0")
+    budgets.get_by_role("button", name="Set budget").click()
+    expect(budgets.get_by_role("alert")).to_contain_text("VALIDATION_ERROR")
+    # A low one: its bar at 61%, then the next run crosses 50% and 80% of it.
+    budgets.get_by_label("Alert thresholds (%)").fill("50, 80, 100")
+    budgets.get_by_role("button", name="Set budget").click()
+    item = budgets.locator("li.budget")
+    expect(item).to_contain_text("$0.024450 of $0.040000")
+    expect(item.locator("[data-level]")).to_have_text("61%")
+    expect(budgets.get_by_role("alert")).to_have_count(0)
+    chat(http, session, "three")
+    settled(http)
+    page.reload()
+    expect(item.locator("[data-level]")).to_have_text("92%")
+    expect(item.locator("[data-level]")).to_have_attribute("data-level", "warn")
+    alerts = page.get_by_test_id("budget-alerts").locator("li.alert-row")
+    expect(alerts).to_have_count(2)
+    expect(page.get_by_test_id("budget-alerts")).to_contain_text("50% of Workspace · Default: $0.036675 spent, limit $0.040000")
+    expect(page.get_by_test_id("budget-alerts")).to_contain_text("80% of Workspace")
+    budgets.scroll_into_view_if_needed()
+    seen.screenshot("web-usage-budgets")
+    assert seen.foreign() == [], seen.foreign()
+    page.emulate_media(color_scheme="dark")
+    page.get_by_role("heading", name="Usage").scroll_into_view_if_needed()
+    seen.screenshot("web-usage-dark")
+
+    # Removed from the page, gone on the server too.
+    item.get_by_role("button", name="Remove").click()
+    expect(item).to_have_count(0)
+    assert http.get("/api/v1/budgets").json()["items"] == []
