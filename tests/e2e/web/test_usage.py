@@ -36,8 +36,10 @@ def test_usage_chart_csv_and_a_budget_with_its_alerts(
     account = sign_up(server.client(), "usage@example.com")
     http = server.client(str(account["access_token"]))
     # One tool offered: the worst case of a call (what a budget check reserves) stays small.
-    made = http.post("/api/v1/sessions/", json={"workspace_id": account["workspace_id"],
-                                               "settings": {"allowed_tools": ["note_progress"]}})  # fmt: skip
+    only = {"allowed_tools": ["note_progress"]}
+    made = http.post(
+        "/api/v1/sessions/", json={"workspace_id": account["workspace_id"], "settings": only}
+    )
     session = made.json()["id"]
     chat(http, session, "one")
     chat(http, session, "two")
@@ -97,10 +99,10 @@ def test_usage_chart_csv_and_a_budget_with_its_alerts(
     page.reload()
     expect(item.locator("[data-level]")).to_have_text("92%")
     expect(item.locator("[data-level]")).to_have_attribute("data-level", "warn")
-    alerts = page.get_by_test_id("budget-alerts").locator("li.alert-row")
-    expect(alerts).to_have_count(2)
-    expect(page.get_by_test_id("budget-alerts")).to_contain_text("50% of Workspace · Default: $0.036675 spent, limit $0.040000")
-    expect(page.get_by_test_id("budget-alerts")).to_contain_text("80% of Workspace")
+    alerts = page.get_by_test_id("budget-alerts")
+    expect(alerts.locator("li.alert-row")).to_have_count(2)
+    expect(alerts).to_contain_text("50% of Workspace · Default: $0.036675 spent, limit $0.040000")
+    expect(alerts).to_contain_text("80% of Workspace")
     budgets.scroll_into_view_if_needed()
     seen.screenshot("web-usage-budgets")
     assert seen.foreign() == [], seen.foreign()
