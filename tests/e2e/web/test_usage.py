@@ -18,7 +18,7 @@ from playwright.sync_api import expect
 from tests.e2e.client import read_sse, settled, sign_up
 from tests.e2e.conftest import StartServer
 from tests.e2e.web.conftest import Visit
-from tests.e2e.web.helpers import PASSWORD
+from tests.e2e.web.helpers import sign_in
 
 pytestmark = [pytest.mark.e2e]
 
@@ -49,11 +49,7 @@ def test_usage_chart_csv_and_a_budget_with_its_alerts(
 
     seen = visit(server.url)
     page = seen.page
-    seen.go("/usage")
-    page.get_by_label("Email").fill("usage@example.com")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url("**/usage")
+    sign_in(seen, "/usage", "usage@example.com")
     expect(page.get_by_test_id("total-cost")).to_have_text(f"${report['totals']['cost_usd']}")
     today = datetime.now(UTC).date().isoformat()
     bar = page.locator(f'g.day[data-day="{today}"]')

@@ -4,6 +4,7 @@ import { apiUrl, authedFetch } from '@/api/client'
 import { errorOf } from '@/api/errors'
 import type { Schemas } from '@/api/types'
 import { renderMarkdown } from '@/lib/markdown'
+import { saveObjectUrl } from '@/lib/save'
 
 export type ArtifactOut = Schemas['ArtifactOut']
 export type ArtifactPreview = Schemas['MarkdownPreview'] | Schemas['PdfPreview'] | Schemas['PptPreview']
@@ -76,17 +77,7 @@ export function download(artifact: ArtifactOut): Promise<void> {
 
 /** Fetches the bytes at an API path (token in a header) and saves them as `name`. */
 export async function saveAs(path: string, name: string): Promise<void> {
-  const url = await blobUrl(path)
-  try {
-    const link = document.createElement('a')
-    link.href = url
-    link.download = name
-    document.body.append(link)
-    link.click()
-    link.remove()
-  } finally {
-    setTimeout(() => URL.revokeObjectURL(url), 0)
-  }
+  saveObjectUrl(await blobUrl(path), name)
 }
 
 /** A readable size: bytes, KB or MB. */

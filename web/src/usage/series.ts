@@ -1,6 +1,7 @@
 // A usage report (GET /usage?group_by=day,<key>) as the chart draws it: every UTC day of
 // the range, each stacked by the key's values; and the same rows as CSV.
 import type { Schemas } from '@/api/types'
+import { saveObjectUrl } from '@/lib/save'
 
 export type UsageItem = Schemas['UsageItem']
 export type UsageReport = Schemas['UsageReport']
@@ -90,14 +91,7 @@ export function toCsv(items: UsageItem[], stack: Stack): string {
 
 /** Saves text as a UTF-8 file through a Blob (nothing leaves the page). */
 export function download(text: string, name: string, type = 'text/csv;charset=utf-8'): void {
-  const url = URL.createObjectURL(new Blob([text], { type }))
-  const link = document.createElement('a')
-  link.href = url
-  link.download = name
-  document.body.append(link)
-  link.click()
-  link.remove()
-  setTimeout(() => URL.revokeObjectURL(url), 0)
+  saveObjectUrl(URL.createObjectURL(new Blob([text], { type })), name)
 }
 
 /** Presets of the range: this month to date, or the last n days (today included), in UTC. */
