@@ -19,6 +19,7 @@ from tests.e2e.client import read_sse, settled, sign_up
 from tests.e2e.conftest import StartServer
 from tests.e2e.web.conftest import Visit
 from tests.e2e.web.helpers import sign_in
+from tests.e2e.web.test_a11y import both_themes
 
 pytestmark = [pytest.mark.e2e]
 
@@ -101,6 +102,7 @@ def test_usage_chart_csv_and_a_budget_with_its_alerts(
     expect(alerts).to_contain_text("80% of Workspace")
     budgets.scroll_into_view_if_needed()
     seen.screenshot("web-usage-budgets")
+    assert both_themes(page, "usage with a chart and a budget") == []
     assert seen.foreign() == [], seen.foreign()
     page.emulate_media(color_scheme="dark")
     page.get_by_role("heading", name="Usage").scroll_into_view_if_needed()
