@@ -5,6 +5,7 @@ a viewer reads the log but gets no replay or fork, and the API refuses both."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import httpx
@@ -89,6 +90,7 @@ def test_a_finished_chat_audited_replayed_identically_and_forked_at_an_earlier_v
     page.evaluate("document.documentElement.classList.add('dark')")
     seen.go(f"/sessions/{sid}/audit")
     expect(rows).to_have_count(len(events))
+    expect(page.get_by_test_id("sessions").locator("li")).to_have_count(2)  # this and its fork
     page.evaluate("document.documentElement.classList.add('dark')")
     seen.screenshot("web-audit-dark")
     assert seen.foreign() == [], seen.foreign()
@@ -112,11 +114,44 @@ def test_a_viewer_reads_the_log_without_replay_or_fork_and_the_api_refuses_both(
     sign_in(seen, f"/sessions/{sid}/audit", "vera@example.com")
     expect(page.locator("tr.audit-event")).to_have_count(len(events))
     assert page.get_by_role("button", name="Replay").count() == 0
-    assert page.get_by_role("button", name="Fork here").count() == 0
+    assert page.get_by_role("button", name=re.compile("^Fork at version")).count() == 0
+    assert page.locator("tr.audit-event button").count() == 0
     seen.screenshot("web-audit-viewer")
 
     for path, body in (("replay", None), ("fork", {"at_version": 1})):
         refused = viewer.post(f"/api/v1/sessions/{sid}/{path}", json=body)
         assert refused.status_code == 403, (path, refused.text)
         assert refused.json()["error_code"] == "FORBIDDEN"
+    assert seen.foreign() == [], seen.foreign()
+
+
+def test_a_replay_on_an_engine_changed_since_the_run_shows_the_first_divergence(
+    start_server: StartServer, visit: Callable[[str], Visit]
+) -> None:
+    first = start_server("chat")
+    account = sign_up(first.client(), "change@example.com")
+    sid = new_session(first.client(str(account["access_token"])), account["workspace_id"])["id"]
+    chat(first.client(str(account["access_token"])), sid, QUESTION)
+    first.stop()
+    # The same log, served by an engine that now stops a run after one model turn: the
+    # replay reproduces the first turn, then stops where the log went on.
+    server = start_server("chat", extra_env={"TOKENDANCE_MAX_ITERATIONS": "1"})
+    events = stored(server.client(str(account["access_token"])), sid)
+    second_turn = [i for i, e in enumerate(events, 1) if e["type"] == "AssistantTurnRecorded"][1]
+
+    seen = visit(server.url)
+    page = seen.page
+    sign_in(seen, f"/sessions/{sid}/audit", "change@example.com")
+    page.get_by_label("Type").select_option("AssistantTurnRecorded")
+    page.get_by_role("button", name="Replay").click()
+    result = page.get_by_test_id("replay-result")
+    expect(result).to_have_attribute("data-identical", "false")
+    expect(result).to_contain_text(f"diverged at version {second_turn}")
+    expect(result.get_by_test_id("expected")).to_contain_text("AssistantTurnRecorded")
+    expect(result.get_by_test_id("got")).to_contain_text("max_iterations")
+    marked = page.locator('tr.audit-event[aria-current="true"]')
+    expect(marked).to_have_attribute("data-version", str(second_turn))
+    expect(marked).to_be_in_viewport()
+    expect(page.locator("tr.audit-event")).to_have_count(len(events))  # the filter cleared
+    seen.screenshot("web-audit-replay-diverged")
     assert seen.foreign() == [], seen.foreign()
