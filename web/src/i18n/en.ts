@@ -85,6 +85,7 @@ export default {
     versionsFailed: 'Could not load the versions',
     downloadVersion: 'Download v{n}',
     loadMore: 'Load more',
+    olderVersion: 'An older version: regenerating a slide rewrites the latest (v{n})',
     noThumbnails: 'Slide images are unavailable on this server; showing each slide\'s text',
     regenerate: {
       title: 'Regenerate slide {n}',

@@ -87,6 +87,7 @@ const zh: typeof en = {
     versionsFailed: '无法加载版本',
     downloadVersion: '下载 v{n}',
     loadMore: '加载更多',
+    olderVersion: '这是较早的版本：重新生成幻灯片会改写最新版本（v{n}）',
     noThumbnails: '此服务器无法生成幻灯片图片；显示每张幻灯片的文字',
     regenerate: {
       title: '重新生成第 {n} 张幻灯片',
