@@ -13,9 +13,9 @@ from datetime import UTC, datetime
 
 import httpx
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Locator, Page, expect
 
-from tests.e2e.client import read_sse, settled, sign_up
+from tests.e2e.client import Server, read_sse, settled, sign_up
 from tests.e2e.conftest import StartServer
 from tests.e2e.web.conftest import Visit
 from tests.e2e.web.helpers import sign_in
@@ -28,6 +28,34 @@ def chat(http: httpx.Client, session: object, text: str) -> None:
     read = read_sse(http, "POST", f"/api/v1/chat/{session}/message", json={"content": text})
     assert read.status == 200, read.body
     assert read.events[-1].event == "done", [e.event for e in read.events]
+
+
+def open_usage(
+    visit: Callable[[str], Visit], server: Server, http: httpx.Client, email: str, cost: str
+) -> tuple[Visit, Locator]:
+    """Once the read models have every call, GET /usage totals `cost`, and so does the Usage
+    screen `email` signs in to: the visit, and today's bar in its chart."""
+    settled(http)
+    report = http.get("/api/v1/usage").json()
+    assert report["totals"]["cost_usd"] == cost, report
+    seen = visit(server.url)
+    sign_in(seen, "/usage", email)
+    expect(seen.page.get_by_test_id("total-cost")).to_have_text(f"${cost}")
+    today = datetime.now(UTC).date().isoformat()
+    return seen, seen.page.locator(f'g.day[data-day="{today}"]')
+
+
+def exported_csv(page: Page, http: httpx.Client, group_by: str) -> tuple[str, str]:
+    """Exports the page's CSV, checks it holds the rows of the API's own CSV for `group_by`,
+    and answers its text and the file's name."""
+    with page.expect_download() as saved:
+        page.get_by_role("button", name="Export CSV").click()
+    got = saved.value.path().read_text(encoding="utf-8")
+    api_csv = http.get(
+        "/api/v1/usage", params={"group_by": group_by}, headers={"Accept": "text/csv"}
+    ).text
+    assert list(csv.reader(io.StringIO(got))) == list(csv.reader(io.StringIO(api_csv)))
+    return got, saved.value.suggested_filename
 
 
 def test_usage_chart_csv_and_a_budget_with_its_alerts(
@@ -44,35 +72,21 @@ def test_usage_chart_csv_and_a_budget_with_its_alerts(
     session = made.json()["id"]
     chat(http, session, "one")
     chat(http, session, "two")
-    settled(http)
-    report = http.get("/api/v1/usage", params={"group_by": "day,model"}).json()
-    assert report["totals"]["cost_usd"] == "0.024450", report
-
-    seen = visit(server.url)
+    seen, bar = open_usage(visit, server, http, "usage@example.com", "0.024450")
     page = seen.page
-    sign_in(seen, "/usage", "usage@example.com")
-    expect(page.get_by_test_id("total-cost")).to_have_text(f"${report['totals']['cost_usd']}")
     today = datetime.now(UTC).date().isoformat()
-    bar = page.locator(f'g.day[data-day="{today}"]')
     expect(bar).to_have_attribute("aria-label", f"{today}: $0.02445")
     expect(bar.locator("rect")).to_have_count(2)  # the hover area and one model's segment
     expect(page.get_by_role("list", name="Legend")).to_have_text("claude-sonnet-5-5")
     bar.focus()
     expect(page.get_by_test_id("chart-tooltip")).to_contain_text("claude-sonnet-5-5: $0.02445")
     rows = page.locator("tr.usage-row")
-    expect(rows).to_have_count(len(report["items"]))
+    expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text("0.024450")
     seen.screenshot("web-usage")
 
     # The CSV holds the rows shown, as the API's own CSV has them.
-    with page.expect_download() as saved:
-        page.get_by_role("button", name="Export CSV").click()
-    got = saved.value.path().read_text(encoding="utf-8")
-    api_csv = http.get(
-        "/api/v1/usage", params={"group_by": "day,model"}, headers={"Accept": "text/csv"}
-    ).text
-    assert list(csv.reader(io.StringIO(got))) == list(csv.reader(io.StringIO(api_csv)))
-    assert saved.value.suggested_filename.endswith("-by-model.csv")
+    assert exported_csv(page, http, "day,model")[1].endswith("-by-model.csv")
 
     # Tokens: the axis and the bar change with the toggle (3,800 tokens a call).
     page.get_by_role("button", name="Tokens", exact=True).click()
@@ -112,3 +126,69 @@ def test_usage_chart_csv_and_a_budget_with_its_alerts(
     item.get_by_role("button", name="Remove").click()
     expect(item).to_have_count(0)
     assert http.get("/api/v1/budgets").json()["items"] == []
+
+
+def test_usage_stacked_by_workspace_and_member_over_a_chosen_range(
+    start_server: StartServer, visit: Callable[[str], Visit]
+) -> None:
+    """olga chats in her Default workspace and in team workspace Papers, bob (a member of
+    the team) in Papers: olga, the owner, sees each day stacked by workspace or member
+    with their names, the CSV by member equal to the API's; bob sees his own usage only;
+    a shorter range redraws the chart with its days."""
+    server = start_server("budget")
+    anon = server.client()
+    olga_account = sign_up(anon, "olga@example.com")
+    olga = server.client(str(olga_account["access_token"]))
+    bob = server.client(str(sign_up(anon, "bob@example.com")["access_token"]))
+    team = olga.post("/api/v1/teams/", json={"name": "Research"}).json()["id"]
+    papers = olga.post("/api/v1/workspaces/", json={"name": "Papers", "team_id": team}).json()
+    added = olga.post(
+        f"/api/v1/teams/{team}/members", json={"email": "bob@example.com", "role": "member"}
+    )
+    assert added.status_code == 201, added.text
+    for http, workspace in (
+        (olga, olga_account["workspace_id"]),
+        (olga, papers["id"]),
+        (bob, papers["id"]),
+    ):
+        made = http.post("/api/v1/sessions/", json={"workspace_id": workspace})
+        assert made.status_code == 201, made.text
+        chat(http, made.json()["id"], "hello")
+    seen, bar = open_usage(visit, server, olga, "olga@example.com", "0.036675")
+    page = seen.page
+    today = datetime.now(UTC).date().isoformat()
+    legend = page.get_by_role("list", name="Legend")
+    tooltip = page.get_by_test_id("chart-tooltip")
+
+    page.get_by_label("Stack by").select_option(label="Workspace")
+    expect(legend.get_by_role("listitem")).to_have_text(["Papers", "Default"])
+    expect(bar.locator("rect")).to_have_count(3)  # the hover area and two workspaces
+    bar.focus()
+    expect(tooltip).to_contain_text("Papers: $0.02445")
+    expect(tooltip).to_contain_text("Default: $0.012225")
+    expect(page.locator("tr.usage-row")).to_have_count(2)
+    seen.screenshot("web-usage-by-workspace")
+
+    page.get_by_label("Stack by").select_option(label="Member")
+    expect(legend.get_by_role("listitem")).to_have_text(["You", "bob"])
+    bar.focus()
+    expect(tooltip).to_contain_text("You: $0.02445")
+    expect(tooltip).to_contain_text("bob: $0.012225")
+    got, name = exported_csv(page, olga, "day,user")
+    assert got.startswith("day,user_id,") and name.endswith("-by-user.csv"), (got, name)
+
+    # The range: seven days, then today alone; the chart is redrawn with those days.
+    page.get_by_role("button", name="Last 7 days").click()
+    expect(page.get_by_role("button", name="Last 7 days")).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("g.day")).to_have_count(7)
+    page.get_by_label("From").fill(today)
+    expect(page.locator("g.day")).to_have_count(1)
+    expect(bar).to_have_attribute("aria-label", f"{today}: $0.036675")
+    expect(page.get_by_role("button", name="Last 7 days")).to_have_attribute(
+        "aria-pressed", "false"
+    )
+    assert seen.foreign() == [], seen.foreign()
+
+    # bob, a member in olga's team, sees his own usage alone.
+    theirs, _ = open_usage(visit, server, bob, "bob@example.com", "0.012225")
+    expect(theirs.page.locator("tr.usage-row")).to_have_count(1)
