@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
@@ -133,7 +133,8 @@ def test_usage_stacked_by_workspace_and_member_over_a_chosen_range(
 ) -> None:
     """olga chats in her Default workspace and in team workspace Papers, bob (a member of
     the team) in Papers: olga, the owner, sees each day stacked by workspace or member
-    with their names, the CSV by member equal to the API's; bob sees his own usage only;
+    with their names, the CSV by member equal to the API's, and her one call of a model
+    the price table lacks flagged; bob sees his own usage only;
     a shorter range redraws the chart with its days."""
     server = start_server("budget")
     anon = server.client()
@@ -146,12 +147,14 @@ def test_usage_stacked_by_workspace_and_member_over_a_chosen_range(
         f"/api/v1/teams/{team}/members", json={"email": "bob@example.com", "role": "member"}
     )
     assert added.status_code == 201, added.text
-    for http, workspace in (
-        (olga, olga_account["workspace_id"]),
-        (olga, papers["id"]),
-        (bob, papers["id"]),
+    for http, workspace, model in (
+        (olga, olga_account["workspace_id"], None),
+        (olga, papers["id"], None),
+        (bob, papers["id"], None),
+        (olga, olga_account["workspace_id"], "no-such-price-1"),  # unpriced: costs 0
     ):
-        made = http.post("/api/v1/sessions/", json={"workspace_id": workspace})
+        body = {"workspace_id": workspace, "settings": {"model": model}}
+        made = http.post("/api/v1/sessions/", json=body)
         assert made.status_code == 201, made.text
         chat(http, made.json()["id"], "hello")
     seen, bar = open_usage(visit, server, olga, "olga@example.com", "0.036675")
@@ -167,6 +170,10 @@ def test_usage_stacked_by_workspace_and_member_over_a_chosen_range(
     expect(tooltip).to_contain_text("Papers: $0.02445")
     expect(tooltip).to_contain_text("Default: $0.012225")
     expect(page.locator("tr.usage-row")).to_have_count(2)
+    expect(page.get_by_test_id("unpriced")).to_have_text(
+        "1 call was of a model without a price: its cost counts as 0."
+    )
+    expect(page.locator("tr.usage-row", has_text="Default")).to_contain_text("2 (1 unpriced)")
     seen.screenshot("web-usage-by-workspace")
 
     page.get_by_label("Stack by").select_option(label="Member")
@@ -181,6 +188,17 @@ def test_usage_stacked_by_workspace_and_member_over_a_chosen_range(
     page.get_by_role("button", name="Last 7 days").click()
     expect(page.get_by_role("button", name="Last 7 days")).to_have_attribute("aria-pressed", "true")
     expect(page.locator("g.day")).to_have_count(7)
+    # The days are one tab stop, today's; the arrow keys, Home and End move among them.
+    expect(page.locator('g.day[tabindex="0"]')).to_have_attribute("data-day", today)
+    bar.focus()
+    page.keyboard.press("ArrowLeft")
+    yesterday = (datetime.now(UTC).date() - timedelta(days=1)).isoformat()
+    expect(tooltip).to_contain_text(f"{yesterday} · $0")
+    page.keyboard.press("Home")
+    expect(page.locator("g.day").first).to_be_focused()
+    page.keyboard.press("End")
+    expect(bar).to_be_focused()
+    expect(page.locator('g.day[tabindex="0"]')).to_have_count(1)
     page.get_by_label("From").fill(today)
     expect(page.locator("g.day")).to_have_count(1)
     expect(bar).to_have_attribute("aria-label", f"{today}: $0.036675")

@@ -285,7 +285,7 @@ export default {
     cost: 'Cost (USD)',
     calls: 'Calls',
     tokens: { input_tokens: 'Input tokens', output_tokens: 'Output tokens', cache_read_tokens: 'Cache read', cache_write_tokens: 'Cache write' },
-    unpriced: '{n} calls were of a model without a price: their cost counts as 0.',
+    unpriced: '{n} call was of a model without a price: its cost counts as 0. | {n} calls were of a model without a price: their cost counts as 0.',
     unpricedShort: '{n} unpriced',
     unpricedHint: 'Calls of a model the price table has no price for',
     budgets: {
