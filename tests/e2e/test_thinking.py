@@ -79,7 +79,8 @@ def test_thinking_streams_goes_back_signed_is_counted_and_replays(
     first = thinking[: thinking.index(("end", "")) + 1]
     assert first[0] == ("start", "") and first[-1] == ("end", ""), thinking
     assert "".join(str(c) for status, c in first[1:-1] if status is None) == THOUGHT
-    assert len(first) == 2 + 3, "three chunks between start and end"
+    # Sent as three chunks; a stream a little behind gets waiting chunks joined.
+    assert 1 <= len(first) - 2 <= 3, "the thought in chunks between start and end"
     assert [s for s, _ in thinking].count("start") == 2 == [s for s, _ in thinking].count("end")
     events = [(e.event, e.data.get("status")) for e in read.events]
     ends = [i for i, e in enumerate(events) if e == ("thinking", "end")]
