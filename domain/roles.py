@@ -36,7 +36,7 @@ POLICY: dict[Action, tuple[Role, str]] = {
     "write": (
         "member",
         "create sessions, chat, approve or reject the tool calls of their own runs, stop, "
-        "fork, upload and delete files, write workspace memories",
+        "fork, replay, upload and delete files, write workspace memories",
     ),
     "approve_others": ("admin", "approve or reject the tool calls of another member's run"),
     "manage_members": ("admin", "add, invite, re-role and remove team members (not owners)"),
