@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import type { SseEvent } from '@/api/sse'
 import type { MessageOut, SsePayload } from '@/api/types'
-import { addHistory, addOwnMessage, apply, createChatState, type ChatState } from './reducer'
+import { addHistory, addOwnMessage, apply } from './reducer'
+import { createChatState, type ChatState } from './state'
 
 const at = '2026-01-01T00:00:00Z'
 const ev = (data: SsePayload, id: number | null = null): SseEvent => ({ event: data.type, id, data })

@@ -2,90 +2,13 @@
 // Events"): live content chunks grow the current assistant bubble and the stored
 // `message` closes that turn (its content replaces the chunks); a stored event is
 // applied once, by its id.
-import type { Citation, MessageOut, Sse, ToolCallOut } from '@/api/types'
+import type { Citation, MessageOut, Sse } from '@/api/types'
 import type { SseEvent } from '@/api/sse'
 import type { AttachedView } from './attachments'
-
-export type ToolStatus = ToolCallOut['status']
-
-export interface ToolView {
-  id: string
-  name: string
-  args: Record<string, unknown>
-  status: ToolStatus
-  risky: boolean
-  result: string | null
-  error: string | null
-  durationMs: number | null
-  progress: string | null
-  /** Every status it showed, in order (pending, running, success...). */
-  trail: ToolStatus[]
-}
-
-export interface Turn {
-  key: string
-  id: string | null
-  role: 'user' | 'assistant'
-  content: string
-  thinking: string
-  thinkingLive: boolean
-  toolIds: string[]
-  citations: Citation[]
-  /** A user message's uploads. */
-  attachments: AttachedView[]
-  /** Still streaming: its stored message has not arrived. */
-  live: boolean
-}
-
-export interface PendingApproval {
-  actionId: string
-  tool: string
-  args: Record<string, unknown>
-  description: string
-}
-
-export interface ChatNotice {
-  key: string
-  kind: string
-  text: string
-}
-
-export interface ChatState {
-  turns: Turn[]
-  tools: Record<string, ToolView>
-  seen: Set<number>
-  lastEventId: number | null
-  approval: PendingApproval | null
-  running: boolean
-  done: Sse.Done | null
-  error: { message: string; errorCode: string } | null
-  notices: ChatNotice[]
-  sources: Record<number, Sse.Source>
-  /** Grows with each plan, finding or progress: the working memory is stale. */
-  memoryTick: number
-  /** Grows with each artifact event: the artifact list is stale. */
-  artifactTick: number
-}
+import type { ChatState, ToolStatus, ToolView, Turn } from './state'
 
 let counter = 0
 const key = (prefix: string): string => `${prefix}-${++counter}`
-
-export function createChatState(): ChatState {
-  return {
-    turns: [],
-    tools: {},
-    seen: new Set(),
-    lastEventId: null,
-    approval: null,
-    running: false,
-    done: null,
-    error: null,
-    notices: [],
-    sources: {},
-    memoryTick: 0,
-    artifactTick: 0,
-  }
-}
 
 function turn(role: Turn['role'], id: string | null, content: string, live: boolean): Turn {
   return {

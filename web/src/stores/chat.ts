@@ -8,7 +8,8 @@ import { follow, readSse, type SseEvent } from '@/api/sse'
 import { chatRequest, newKey, sessionStream } from '@/api/streams'
 import type { SessionOut } from '@/api/types'
 import type { AttachedView } from '@/chat/attachments'
-import { addHistory, addOwnMessage, apply, createChatState, type ChatState } from '@/chat/reducer'
+import { addHistory, addOwnMessage, apply } from '@/chat/reducer'
+import { createChatState, type ChatState } from '@/chat/state'
 
 /** A pending request's context is `{tool_call_id, args}`: the call's arguments. */
 function approvalArgs(context: Record<string, unknown>): Record<string, unknown> {
