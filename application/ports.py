@@ -68,6 +68,25 @@ class LLMBadRequest(LLMError):
     code = "LLM_BAD_REQUEST"
 
 
+class LLMContextTooLong(LLMBadRequest):
+    """The request is longer than the model's context window: trim or compact first."""
+
+    code = "LLM_CONTEXT_TOO_LONG"
+
+
+class LLMRefused(LLMBadRequest):
+    """The vendor refused the request's content itself (a safety block on the prompt).
+
+    A model that declines within its turn is not an error: that turn ends with the stop
+    reason `refusal`."""
+
+    code = "LLM_REFUSED"
+
+
+# What a fallback model may take over: the vendor could not serve the call for now.
+FALLBACK_ERRORS: tuple[type[LLMError], ...] = (LLMRateLimited, LLMOverloaded, LLMConnectionError)
+
+
 class LLM(Protocol):
     """A language model: stream one assistant turn for a request.
 

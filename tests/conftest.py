@@ -24,7 +24,7 @@ from adapters.bootstrap.in_memory import in_memory_sessions
 from adapters.container import Container
 from adapters.embedded import EmbeddedServers
 from adapters.embeddings import voyage as voyage_embeddings
-from adapters.llm import anthropic as anthropic_llm
+from adapters.llm import retries as model_requests
 from adapters.llm.unconfigured import UnconfiguredLLM
 from adapters.services import Services
 from adapters.settings import Settings
@@ -37,7 +37,7 @@ from application.sessions import SessionService
 def no_real_model_requests(monkeypatch: pytest.MonkeyPatch) -> None:
     """No test can call a real model, search or embedder: only loopback fakes answer (see
     test_model_guard and test_web_search)."""
-    monkeypatch.setattr(anthropic_llm, "ALLOW_MODEL_REQUESTS", False)
+    monkeypatch.setattr(model_requests, "ALLOW_MODEL_REQUESTS", False)
     monkeypatch.setattr(tavily_search, "ALLOW_SEARCH_REQUESTS", False)
     monkeypatch.setattr(voyage_embeddings, "ALLOW_EMBED_REQUESTS", False)
 

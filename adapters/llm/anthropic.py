@@ -3,53 +3,33 @@
 from __future__ import annotations
 
 import asyncio
-import logging
-import math
-import random
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from dataclasses import dataclass
 
 import anthropic
 import httpx2
 from anthropic import omit
 
 from adapters.llm.anthropic_wire import WireRequest, to_model_turn, to_wire
-from adapters.loopback import is_loopback_host
+from adapters.llm.retries import (
+    Failure,
+    Progress,
+    RetryPolicy,
+    Sleep,
+    check_model_request_allowed,
+    retry_after,
+    stream_with_retries,
+)
 from application.ports import (
     LLMBadRequest,
     LLMConnectionError,
+    LLMContextTooLong,
     LLMError,
     LLMNotConfigured,
     LLMOverloaded,
     LLMRateLimited,
 )
 from domain.conversation import ModelRequest, StreamItem, TextDelta, ThinkingDelta, ThinkingStarted
-
-log = logging.getLogger(__name__)
-
-Sleep = Callable[[float], Awaitable[object]]
-
-# The switch against real model calls (like pydantic-ai's `ALLOW_MODEL_REQUESTS`): the
-# test suite sets it to False, and then only a server on this machine (a fake) is called.
-ALLOW_MODEL_REQUESTS = True
-
-
-class ModelRequestsForbidden(RuntimeError):
-    """A real model call was attempted while `ALLOW_MODEL_REQUESTS` is False.
-
-    Not an `LLMError`: it is a bug in a test, not a failure a run should keep.
-    """
-
-
-def check_model_request_allowed(base_url: str) -> None:
-    """Refuse a call to anything but a loopback server while requests are switched off."""
-    if ALLOW_MODEL_REQUESTS or is_loopback_host(httpx2.URL(base_url).host):
-        return
-    raise ModelRequestsForbidden(
-        f"real model requests are switched off (ALLOW_MODEL_REQUESTS is False); "
-        f"refused a call to {base_url}"
-    )
 
 
 class _IncompleteStream(Exception):
@@ -59,21 +39,6 @@ class _IncompleteStream(Exception):
 # The SDK wraps failures before the response starts, but a body cut off mid-way
 # surfaces as the raw httpx2 error from the SSE iterator.
 _VENDOR_ERRORS = (anthropic.AnthropicError, httpx2.TransportError, _IncompleteStream)
-
-
-@dataclass(frozen=True)
-class _Failure:
-    """A vendor failure, classified: which port error it becomes, and whether to retry."""
-
-    error: type[LLMError]
-    retryable: bool
-    message: str
-    retry_after: float | None = None
-
-
-@dataclass
-class _Progress:
-    yielded: bool = False
 
 
 class AnthropicLLM:
@@ -110,9 +75,7 @@ class AnthropicLLM:
         self._client = client if client.max_retries == 0 else client.with_options(max_retries=0)
         self._model = model
         self._max_tokens = max_tokens
-        self._max_retries = max_retries
-        self._initial_backoff = initial_backoff
-        self._max_backoff = max_backoff
+        self._policy = RetryPolicy(max_retries, initial_backoff, max_backoff)
         self._sleep = sleep
 
     @classmethod
@@ -153,31 +116,15 @@ class AnthropicLLM:
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
         check_model_request_allowed(str(self._client.base_url))
         wire = to_wire(request, model=self._model, max_tokens=self._max_tokens)
-        attempt = 0
-        while True:
-            progress = _Progress()
-            try:
-                # aclosing: a caller that stops early releases the connection now, not at GC.
-                async with aclosing(self._attempt(wire, progress)) as items:
-                    async for item in items:
-                        yield item
-                return
-            except _VENDOR_ERRORS as err:
-                failure = _classify(err)
-                if failure.retryable and progress.yielded:
-                    message = f"{failure.message} (after part of the turn was streamed)"
-                    raise failure.error(message, retryable=True) from err
-                if not failure.retryable or attempt >= self._max_retries:
-                    raise failure.error(failure.message, retryable=failure.retryable) from err
-            delay = self._delay(attempt, failure.retry_after)
-            attempt += 1
-            log.warning(
-                "%s; retry %d/%d in %.2fs", failure.message, attempt, self._max_retries, delay
-            )
-            await self._sleep(delay)
+        items = stream_with_retries(
+            lambda progress: self._attempt(wire, progress), _classify, self._policy, self._sleep
+        )
+        async with aclosing(items):
+            async for item in items:
+                yield item
 
     async def _attempt(
-        self, wire: WireRequest, progress: _Progress
+        self, wire: WireRequest, progress: Progress
     ) -> AsyncGenerator[StreamItem, None]:
         async with self._client.messages.stream(
             model=wire.model,
@@ -210,51 +157,33 @@ class AnthropicLLM:
             raise _IncompleteStream("Anthropic stream ended before message_stop")
         yield to_model_turn(message, message.stop_reason)
 
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(retry_after, self._max_backoff)
-        ceiling = min(self._max_backoff, self._initial_backoff * 2.0**attempt)
-        # Jitter keeps sessions that failed together from retrying in lockstep.
-        return ceiling * random.uniform(0.5, 1.0)
 
-
-def _classify(err: Exception) -> _Failure:
+def _classify(err: Exception) -> Failure | None:
+    if not isinstance(err, _VENDOR_ERRORS):
+        return None
     if isinstance(err, anthropic.APIStatusError):
         return _classify_status(err)
     if isinstance(err, anthropic.APIConnectionError | httpx2.TransportError | _IncompleteStream):
-        return _Failure(LLMConnectionError, True, f"Anthropic connection failed: {err}")
+        return Failure(LLMConnectionError, True, f"Anthropic connection failed: {err}")
     if isinstance(err, anthropic.CredentialsError):
-        return _Failure(LLMNotConfigured, False, f"Anthropic credentials unusable: {err}")
-    return _Failure(LLMError, False, f"Anthropic client error: {err}")
+        return Failure(LLMNotConfigured, False, f"Anthropic credentials unusable: {err}")
+    return Failure(LLMError, False, f"Anthropic client error: {err}")
 
 
-def _classify_status(err: anthropic.APIStatusError) -> _Failure:
+def _classify_status(err: anthropic.APIStatusError) -> Failure:
     status = err.status_code
     # An error sent inside a 200 stream has only its body's type to go by.
     kind = err.type or ""
     message = f"Anthropic answered {status} {kind}: {err.api_message or err.message}"
     if status == 429 or kind == "rate_limit_error":
-        return _Failure(LLMRateLimited, True, message, _retry_after(err.response.headers))
+        return Failure(LLMRateLimited, True, message, retry_after(err.response.headers))
     if status >= 500 or kind in ("overloaded_error", "api_error"):
-        return _Failure(LLMOverloaded, True, message, _retry_after(err.response.headers))
+        return Failure(LLMOverloaded, True, message, retry_after(err.response.headers))
     if status == 408 or kind == "timeout_error":
-        return _Failure(LLMConnectionError, True, message)
+        return Failure(LLMConnectionError, True, message)
     if status == 401:
         # Same remedy as a missing key: whoever runs the service must fix the key.
-        return _Failure(LLMNotConfigured, False, message)
-    return _Failure(LLMBadRequest, False, message)
-
-
-def _retry_after(headers: httpx2.Headers) -> float | None:
-    """Seconds the server asked us to wait, from `retry-after-ms` or `retry-after`."""
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) * scale
-        except ValueError:
-            continue  # an HTTP date: our own backoff will do
-        if math.isfinite(seconds) and seconds >= 0:
-            return seconds
-    return None
+        return Failure(LLMNotConfigured, False, message)
+    if status in (400, 413) and "too long" in message:
+        return Failure(LLMContextTooLong, False, message)  # "prompt is too long: N tokens"
+    return Failure(LLMBadRequest, False, message)

@@ -10,8 +10,9 @@ import httpx2
 import pytest
 
 from adapters.bootstrap.parts import build_llm
-from adapters.llm import anthropic as anthropic_llm
-from adapters.llm.anthropic import AnthropicLLM, ModelRequestsForbidden
+from adapters.llm import retries as model_requests
+from adapters.llm.anthropic import AnthropicLLM
+from adapters.llm.retries import ModelRequestsForbidden
 from adapters.settings import Settings
 from application.ports import LLMOverloaded
 from domain.conversation import Message, ModelRequest, ModelTurn, TextBlock
@@ -59,7 +60,7 @@ async def test_a_call_to_the_real_api_is_refused_before_anything_is_sent() -> No
 async def test_the_guard_is_what_refuses_it(monkeypatch: pytest.MonkeyPatch) -> None:
     # The same call with the switch on reaches the transport: the refusal above is the
     # guard's, not a side effect of the client's set-up.
-    monkeypatch.setattr(anthropic_llm, "ALLOW_MODEL_REQUESTS", True)
+    monkeypatch.setattr(model_requests, "ALLOW_MODEL_REQUESTS", True)
     transport = RecordingTransport()
 
     with pytest.raises(LLMOverloaded):
