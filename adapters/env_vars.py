@@ -36,7 +36,26 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "(unset: Anthropic if ANTHROPIC_API_KEY is set)",
         "`scripted:<file.yaml>` (or `scripted:demo`) runs a scripted model instead",
     ),
-    "TOKENDANCE_MODEL": ("claude-sonnet-5-5", "Anthropic model for agent turns"),
+    "TOKENDANCE_MODEL": (
+        "claude-sonnet-5-5",
+        "the model of agent turns, as `provider:model`: `anthropic:claude-sonnet-4-5`, "
+        "`openai:gpt-4.1`, `gemini:gemini-2.5-pro`, `openai:llama3.1` (any OpenAI-compatible "
+        "server at OPENAI_BASE_URL: vLLM, Ollama, OpenRouter, LiteLLM); a bare name is its "
+        "family's (claude-* Anthropic, gpt-*/o* OpenAI, gemini-* Gemini; others Anthropic); "
+        "a session's, workspace's or active skill's `model` wins",
+    ),
+    "TOKENDANCE_MODEL_FALLBACK": (
+        "",
+        "models (comma-separated, `provider:model`) that take over, in order, a model call "
+        "that failed as overloaded, unavailable or rate limited after its retries, before "
+        "any of its turn was streamed; the switch is a `ModelFallbackUsed` event and holds "
+        "for the rest of that run",
+    ),
+    "TOKENDANCE_OPENAI_API": (
+        "chat",
+        "which OpenAI API `openai:` models are called through: `chat` (Chat Completions, "
+        "which every OpenAI-compatible server speaks) or `responses` (OpenAI's Responses API)",
+    ),
     "TOKENDANCE_MAX_TOKENS": ("8192", "output token limit of one model turn"),
     "TOKENDANCE_THINKING_BUDGET": (
         "0",

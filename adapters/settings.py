@@ -11,7 +11,8 @@ from pathlib import Path
 from adapters.env_vars import DOCUMENTED
 from adapters.origins import parse_origins
 from domain.conversation import CacheTtl
-from domain.errors import InvalidValue
+from domain.errors import InvalidCommand, InvalidValue
+from domain.model_names import parse_model_name
 from domain.values import check_thinking_budget
 from sandbox.proxy import valid_pattern
 
@@ -42,6 +43,8 @@ class Settings:
     log_level: str = _default("TOKENDANCE_LOG_LEVEL")
     llm: str | None = None
     model: str = _default("TOKENDANCE_MODEL")
+    model_fallback: tuple[str, ...] = ()
+    openai_api: str = _default("TOKENDANCE_OPENAI_API")
     max_tokens: int = int(_default("TOKENDANCE_MAX_TOKENS"))
     thinking_budget: int = int(_default("TOKENDANCE_THINKING_BUDGET"))
     context_window: int = int(_default("TOKENDANCE_CONTEXT_WINDOW"))
@@ -105,7 +108,13 @@ class Settings:
             store_threads=_limit(get("TOKENDANCE_STORE_THREADS"), "TOKENDANCE_STORE_THREADS"),
             log_level=get("TOKENDANCE_LOG_LEVEL").upper(),
             llm=env.get("TOKENDANCE_LLM") or None,
-            model=get("TOKENDANCE_MODEL"),
+            model=_model(get("TOKENDANCE_MODEL"), "TOKENDANCE_MODEL"),
+            model_fallback=tuple(
+                _model(m.strip(), "TOKENDANCE_MODEL_FALLBACK")
+                for m in env.get("TOKENDANCE_MODEL_FALLBACK", "").split(",")
+                if m.strip()
+            ),
+            openai_api=_openai_api(get("TOKENDANCE_OPENAI_API")),
             max_tokens=_int(get("TOKENDANCE_MAX_TOKENS"), "TOKENDANCE_MAX_TOKENS"),
             thinking_budget=_thinking_budget(get),
             context_window=_int(get("TOKENDANCE_CONTEXT_WINDOW"), "TOKENDANCE_CONTEXT_WINDOW"),
@@ -294,6 +303,20 @@ def _fraction(value: str, name: str) -> float:
     if not 0.0 <= number <= 1.0:
         raise SystemExit(f"{name} must be a number from 0 to 1, not {value!r}")
     return number
+
+
+def _model(value: str, name: str) -> str:
+    try:
+        parse_model_name(value)
+    except InvalidCommand as e:
+        raise SystemExit(f"{name}: {e}") from None
+    return value
+
+
+def _openai_api(value: str) -> str:
+    if value not in ("chat", "responses"):
+        raise SystemExit(f"TOKENDANCE_OPENAI_API must be chat or responses, not {value!r}")
+    return value
 
 
 def _cache_ttl(value: str) -> CacheTtl:

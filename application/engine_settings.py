@@ -34,6 +34,8 @@ class EngineSettings:
     """Limits and defaults of the loop (a session's settings may narrow them)."""
 
     model: str | None = None
+    # Models that take over, in order, a call the model could not serve for want of capacity.
+    model_fallback: tuple[str, ...] = ()
     max_tokens: int | None = None
     context_window: int = 200_000
     max_iterations: int = 30

@@ -20,7 +20,13 @@ from uuid import UUID
 from application.manual_tools import ManualTools
 from application.memory_recall import RecordedRecall, RunMemory
 from application.ports import LLM
-from application.replay_oracle import Exhausted, ReplayClock, ReplayLLM, ReplayToolCalls
+from application.replay_oracle import (
+    Exhausted,
+    ReplayClock,
+    ReplayLLM,
+    ReplayToolCalls,
+    fallbacks_of,
+)
 from application.runner import AgentRunner
 from application.runs import internal_failure
 from application.sessions import SessionService
@@ -76,6 +82,7 @@ async def replay(stored: Sequence[SessionEvent], *, engine: ReplayEngine) -> Rep
     target.events.put(list(stored[: _given(stored)]))
     target.before_change = _claims_of(stored)
     runner.clock = ReplayClock(stored, position)
+    runner.model_calls.fallback = fallbacks_of(stored)
     runner.tool_calls = ReplayToolCalls(runner.tools, runner.tool_calls.blobs, stored)
     # Recalled as recorded, and nothing kept: the memories live outside the session.
     runner.memory = RunMemory(RecordedRecall(stored), None)
@@ -196,6 +203,7 @@ def _apply_input(
             | S.RebootRequested() | S.ContextCompacted() | S.ArtifactCreated() | D.DeckEvent()
             | S.RunCompleted() | S.RunFailed() | S.RunStopped() | S.BudgetThresholdReached()
             | S.SourceRecorded() | S.SkillActivated() | S.MemoriesRecalled()
+            | S.ModelFallbackUsed()
         ):  # fmt: skip
             pass  # the engine's own output: it must produce these by itself
         case _:

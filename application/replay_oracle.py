@@ -11,7 +11,7 @@ from typing import cast
 from uuid import UUID
 
 from application.budget_guard import Unprojected
-from application.ports import LLM, BlobStore, LLMError
+from application.ports import FALLBACK_ERRORS, LLM, BlobStore, LLMError
 from application.run_state import RunState
 from application.steps import UNRECORDED
 from application.tool_calls import ToolCalls
@@ -66,9 +66,25 @@ class ReplayLLM:
             error = LLMError(expected.reason)
             error.code = expected.error_code
             raise error
+        elif isinstance(expected, S.ModelFallbackUsed):
+            # The model could not serve this call: the same failure, so that the
+            # engine hands the call to the same fallback model.
+            raise _failure_of(expected)
         else:  # the original was stopped here, mid-stream: wait to be cancelled the same way
             self.exhausted.set()
             await asyncio.Event().wait()
+
+
+def _failure_of(e: S.ModelFallbackUsed) -> LLMError:
+    kind = next((k for k in FALLBACK_ERRORS if k.code == e.error_code), LLMError)
+    return kind(e.reason, retryable=True)
+
+
+def fallbacks_of(stored: Sequence[SessionEvent]) -> tuple[str, ...]:
+    """The fallback models the log shows taking over, in order: the list a replay gives
+    its engine, so that each failure hands its call to the model it did before."""
+    taken = (e.to_model for e in stored if isinstance(e, S.ModelFallbackUsed))
+    return tuple(dict.fromkeys(taken))
 
 
 class ReplayClock:

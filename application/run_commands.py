@@ -165,6 +165,21 @@ class RunCommands:
             session_id, lambda s: s.request_reboot(questions, iterations_without_progress)
         )
 
+    def use_fallback_model(
+        self,
+        session_id: UUID,
+        run_id: UUID,
+        from_model: str,
+        to_model: str,
+        reason: str,
+        error_code: str,
+    ) -> Receipt:
+        """Record that `to_model` takes over the run's model calls from `from_model`."""
+        return self._change(
+            session_id,
+            lambda s: s.use_fallback_model(run_id, from_model, to_model, reason, error_code),
+        )
+
     def record_compaction(
         self,
         session_id: UUID,

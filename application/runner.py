@@ -12,9 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import time
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Literal
 from uuid import UUID
@@ -23,6 +21,7 @@ from application.bridge import SyncBridge
 from application.budget_guard import BudgetGuard, NoBudgets
 from application.engine_settings import COMPACTION_PROMPT, EngineSettings, frame_of
 from application.memory_recall import RunMemory
+from application.model_calls import ModelCalls, on_run_model
 from application.ports import (
     LLM,
     BlobStore,
@@ -41,7 +40,6 @@ from application.warm_contexts import WarmContexts
 from domain.budgets import BudgetExceeded, Spend, ThresholdCrossing
 from domain.context import ContextBuilder, ContextFrame, fold_messages
 from domain.conversation import (
-    SESSION_KEY,
     CacheTtl,
     Message,
     ModelRequest,
@@ -99,6 +97,10 @@ class AgentRunner:
         self.snapshots = snapshots
         self.memory = memory
         self.warm = WarmContexts()
+        self.model_calls = ModelCalls(
+            llm, deltas, default_model=self.settings.model or "",
+            fallback=self.settings.model_fallback,
+        )  # fmt: skip
         self.clock: Callable[[], datetime] = lambda: datetime.now(UTC)  # a skill's timeout
 
     async def run(self, session_id: UUID, run_id: UUID, *, recovering: bool = False) -> RunEnd:
@@ -136,7 +138,7 @@ class AgentRunner:
             try:
                 request, estimate = await self._request(state)
                 covered = await self._check_budgets(state, request, estimate)
-                turn, latency_ms = await self._stream(session_id, request)
+                turn, latency_ms = await self._stream(state, request)
             except (LLMError, BudgetExceeded) as e:
                 await state.record(self.sessions.fail_run, session_id, run_id, str(e), e.code)
                 return "failed"
@@ -212,7 +214,7 @@ class AgentRunner:
         assert state.context is not None
         request, estimate = state.context.request_and_estimate()
         if not needs_compaction(estimate, self.settings.context_window):
-            return request, estimate
+            return on_run_model(state.ledger, state.settings, state.run_id, request), estimate
         through = state.ledger.last_turn_version - 1
         if through <= 1:
             return request, estimate  # nothing older than the newest turn to fold away
@@ -228,7 +230,8 @@ class AgentRunner:
             after, call, cost,
         )  # fmt: skip
         await self._after_call(state, receipt.notification_id, call, cost)
-        return state.context.request_and_estimate()
+        request, estimate = state.context.request_and_estimate()
+        return on_run_model(state.ledger, state.settings, state.run_id, request), estimate
 
     async def _summarize(
         self, state: RunState, through: int, frame: ContextFrame, estimate: int
@@ -241,8 +244,9 @@ class AgentRunner:
         request = ModelRequest(
             frame.system, (), (*history, ask), model=frame.model, cache_ttl=frame.cache_ttl
         )
+        request = on_run_model(state.ledger, state.settings, state.run_id, request)
         await self._check_budgets(state, request, estimate)
-        turn, _ = await self._stream(state.session_id, request, live=False)
+        turn, _ = await self._stream(state, request, live=False)
         return turn, request.cache_ttl
 
     # -- what calls cost ------------------------------------------------------------
@@ -283,17 +287,15 @@ class AgentRunner:
         return await self.budgets.after_call(state.billing_scope, state.session_id, state.spent)
 
     async def _stream(
-        self, session_id: UUID, request: ModelRequest, *, live: bool = True
+        self, state: RunState, request: ModelRequest, *, live: bool = True
     ) -> tuple[ModelTurn, int]:
-        """One model call for the session; its deltas go out live unless `live` is off."""
-        started = time.perf_counter()
-        turn: ModelTurn | None = None
-        metadata = {**request.metadata, SESSION_KEY: str(session_id)}
-        async for item in self.llm.stream(replace(request, metadata=metadata)):
-            if isinstance(item, ModelTurn):
-                turn = item
-            elif live:
-                await self.deltas.publish(session_id, item)
-        if turn is None:
-            raise LLMError("the model's stream ended without a finished turn", retryable=True)
-        return turn, int((time.perf_counter() - started) * 1000)
+        """One model call for the run (its deltas live unless `live` is off); a fallback
+        model that takes it over is recorded before it is called."""
+
+        async def switch(was: str, now: str, error: LLMError) -> None:
+            await state.record(
+                self.sessions.use_fallback_model, state.session_id, state.run_id, was, now,
+                str(error), error.code,
+            )  # fmt: skip
+
+        return await self.model_calls.call(state.session_id, request, live=live, on_fallback=switch)

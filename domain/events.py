@@ -30,6 +30,7 @@ SessionEvent: TypeAlias = (
     | S.SourceRecorded
     | S.SkillActivated
     | S.MemoriesRecalled
+    | S.ModelFallbackUsed
     | S.ArtifactCreated
     | S.DeckCreated
     | S.SlideAdded

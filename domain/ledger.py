@@ -45,6 +45,8 @@ class Ledger:
     stalled_turns: int = 0
     failures: dict[tuple[str, str], int] = field(default_factory=dict)
     skill: S.SkillActivated | None = None  # the skill active now, if any
+    # A run's model since a fallback took over from the one it started with.
+    fallback_models: dict[UUID, str] = field(default_factory=dict)
     source_numbers: dict[str, int] = field(default_factory=dict)  # url -> its number
     sources: dict[int, NumberedSource] = field(default_factory=dict)  # by number
     _done: frozenset[str] = frozenset()
@@ -89,6 +91,8 @@ class Ledger:
                 self.stalled_turns = 0  # a reboot, or news from the user: counted afresh
             case S.SkillActivated():
                 self.skill = e
+            case S.ModelFallbackUsed(run_id=run_id, to_model=to_model):
+                self.fallback_models[run_id] = to_model
             case S.SourceRecorded(url=url, number=number):
                 self.source_numbers[url] = number
                 add_source(self.sources, e)

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from domain.conversation import CacheTtl, Usage
+from domain.errors import InvalidCommand
+from domain.model_names import parse_model_name
 
 PER_MILLION = Decimal(1_000_000)
 _MICRO_USD = Decimal("0.000001")
@@ -77,7 +79,10 @@ class PriceTable:
     models: tuple[ModelPrice, ...]
 
     def price_of(self, model: str) -> ModelPrice | None:
-        return next((p for p in self.models if p.matches(model)), None)
+        """The price of `model`, by the name it is billed under (`anthropic:x` is `x`;
+        other providers' models are matched as `provider:model`)."""
+        name = billed_name(model)
+        return next((p for p in self.models if p.matches(name)), None)
 
     def cost(self, model: str, usage: Usage, cache_ttl: CacheTtl = "5m") -> Cost:
         """What a call to `model` that consumed `usage` cost; cache writes at `cache_ttl`."""
@@ -109,6 +114,14 @@ class PriceTable:
         r = price.rates_for(input_tokens)
         dearest_input = max(r.input, r.cache_write(cache_ttl), r.cache_read)
         return (input_tokens * dearest_input + max_tokens * r.output) / PER_MILLION
+
+
+def billed_name(model: str) -> str:
+    """The name `model` is billed and priced under (itself if it names no provider)."""
+    try:
+        return parse_model_name(model).billed_as
+    except InvalidCommand:
+        return model
 
 
 def usd_text(amount: Decimal) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from decimal import Decimal
+from typing import Any
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
@@ -32,6 +33,24 @@ class SteeringLog(SessionLog):
         allowed_tools: list[str] | None
         max_iterations: int | None
         timeout: int | None  # seconds from activation
+        model: str | None  # the model the skill prefers for the turns it drives
+
+        class_version = 2
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state.setdefault("model", None)
+
+    class ModelFallbackUsed(Aggregate.Event):
+        """A model call failed for want of capacity (overloaded, unavailable or rate
+        limited, after its retries) before any of its turn was streamed, and the next
+        model of the fallback list takes it over, for the rest of the run."""
+
+        run_id: UUID
+        from_model: str
+        to_model: str
+        reason: str  # the failure, as the vendor's error was classified and worded
+        error_code: str  # LLM_OVERLOADED, LLM_RATE_LIMITED or LLM_CONNECTION_ERROR
 
     class MemoriesRecalled(Aggregate.Event):
         """Long-term memories recalled for the user's message at a run's start: they join
@@ -93,7 +112,17 @@ class SteeringLog(SessionLog):
             by=by, instructions=skill.instructions,
             instructions_sha256=hashlib.sha256(skill.instructions.encode()).hexdigest(),
             allowed_tools=None if skill.allowed_tools is None else list(skill.allowed_tools),
-            max_iterations=skill.max_iterations, timeout=skill.timeout,
+            max_iterations=skill.max_iterations, timeout=skill.timeout, model=skill.model,
+        )  # fmt: skip
+
+    def use_fallback_model(
+        self, run_id: UUID, from_model: str, to_model: str, reason: str, error_code: str
+    ) -> None:
+        self._check_open()
+        self._check_run(run_id)
+        self.trigger_event(
+            self.ModelFallbackUsed, run_id=run_id, from_model=from_model, to_model=to_model,
+            reason=reason, error_code=error_code,
         )  # fmt: skip
 
     def recall_memories(self, run_id: UUID, query: str, memories: list[RecalledMemory]) -> None:

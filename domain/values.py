@@ -14,6 +14,7 @@ from uuid import UUID, uuid5
 
 from domain.conversation import CacheTtl
 from domain.errors import InvalidCommand, InvalidValue, MessageTooLarge
+from domain.model_names import parse_model_name
 
 MAX_MESSAGE_BYTES = 1024 * 1024
 MAX_TITLE_CHARS = 500
@@ -118,7 +119,7 @@ class SessionSettings:
             allowed_tools=None if tools is None else tuple(str(t) for t in tools),
             max_iterations=_optional_int(raw.get("max_iterations")),
             token_budget=_optional_int(raw.get("token_budget")),
-            model=None if raw.get("model") is None else str(raw["model"]),
+            model=_model(raw.get("model")),
             thinking_budget=_thinking_budget(raw.get("thinking_budget")),
         )
 
@@ -134,6 +135,17 @@ class SessionSettings:
         return raw
 
 
+def _model(raw: object) -> str | None:
+    """A model setting, checked: a `provider:model` name or a bare one (see
+    `domain.model_names`); kept as written."""
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        raise InvalidCommand("model must be a string such as openai:gpt-4.1")
+    parse_model_name(raw)
+    return raw
+
+
 @dataclass(frozen=True)
 class SkillSpec:
     """What a session records of a skill it activates (its instructions and limits)."""
@@ -144,6 +156,7 @@ class SkillSpec:
     allowed_tools: tuple[str, ...] | None = None
     max_iterations: int | None = None
     timeout: int | None = None
+    model: str | None = None  # the model the skill prefers, `provider:model`
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,7 @@ class ConfirmationsView(SessionView):
                 | S.RunRequested()
                 | S.RunStarted() | S.RunCompleted() | S.RunFailed() | S.RunStopped()
                 | S.SessionRenamed() | S.SessionCompleted() | S.SessionArchived()
+                | S.ModelFallbackUsed()
             ):  # fmt: skip
                 pass
             case _:

@@ -131,6 +131,7 @@ class UsageView(SessionView):
                 | S.SlidesReordered() | S.TemplateChanged()
                 | S.RunStarted() | S.RunCompleted() | S.RunFailed() | S.RunStopped()
                 | S.SessionRenamed() | S.SessionCompleted() | S.SessionArchived()
+                | S.ModelFallbackUsed()
             ):  # fmt: skip
                 pass  # no model call
             case _:

@@ -241,11 +241,21 @@ class BudgetNotice(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True
     limit_tokens: int | None = None
 
 
+class FallbackNotice(msgspec.Struct, kw_only=True, frozen=True):
+    """A model could not serve a call (overloaded, unavailable, rate limited) and the
+    next model of the fallback list took over for the rest of the run."""
+
+    from_model: str
+    to_model: str
+    reason: str
+    error_code: str
+
+
 class Notice(Stored, tag="notice", frozen=True):
     """Something about the agent's course: a strike, a reboot, a compaction, a budget,
-    an answer citing `[n]` that names no source (`markers`)."""
+    an answer citing `[n]` that names no source (`markers`), a fallback model."""
 
-    kind: Literal["strike", "reboot", "compaction", "budget", "citation"]
+    kind: Literal["strike", "reboot", "compaction", "budget", "citation", "fallback"]
     tool: str | None = None
     error_signature: str | None = None
     count: int | None = None
@@ -258,6 +268,7 @@ class Notice(Stored, tag="notice", frozen=True):
     budget: BudgetNotice | None = None
     markers: list[int] | None = None
     message: str | None = None
+    fallback: FallbackNotice | None = None
 
 
 class Source(Stored, tag="source", frozen=True):

@@ -12,6 +12,7 @@ from pathlib import Path
 from adapters.blobs.filesystem import FilesystemBlobStore
 from adapters.documents import PdfRenderer
 from adapters.embeddings import EmbedderUnavailable, build_embedder, embedder_for
+from adapters.llm.router import Factory, ModelRouter
 from adapters.llm.scripted import load_llm_spec
 from adapters.llm.tokens import TiktokenCounter
 from adapters.llm.unconfigured import HOW_TO_CONFIGURE, UnconfiguredLLM
@@ -29,7 +30,6 @@ from application.ports import (
     LLM,
     BlobStore,
     Embedder,
-    LLMNotConfigured,
     Sandbox,
     SandboxLimits,
 )
@@ -49,6 +49,7 @@ from application.tools.skill_script import RunSkillScript
 from application.tools.slides import deck_tools
 from application.tools.web_search import WebSearchTool
 from application.workspace_files import WorkspaceFiles
+from domain.model_names import Provider, parse_model_name
 from domain.pricing import PriceTable
 from projections.memory_vectors import EmbeddingModels
 from sandbox.bubblewrap import BubblewrapSandbox
@@ -58,16 +59,41 @@ log = logging.getLogger(__name__)
 
 
 def build_llm(settings: Settings) -> LLM:
-    """The model the settings name: scripted, Anthropic (key found), or none."""
+    """The model the settings name: scripted, or the router over the providers (each
+    built when a call first names one of its models)."""
     if settings.llm:
         return load_llm_spec(settings.llm, counter=TiktokenCounter())
-    from adapters.llm.anthropic import AnthropicLLM  # the SDK takes seconds to import
-
-    try:
-        return AnthropicLLM.from_env(model=settings.model, max_tokens=settings.max_tokens)
-    except LLMNotConfigured:
+    router = ModelRouter(model_factories(settings), default_model=settings.model)
+    default = parse_model_name(settings.model).provider
+    if isinstance(router.provider(default), UnconfiguredLLM):
         log.warning(HOW_TO_CONFIGURE)  # one line at start: what is missing, what to set
-        return UnconfiguredLLM()
+    return router
+
+
+def model_factories(settings: Settings) -> dict[Provider, Factory]:
+    """How each provider's adapter is built; the SDKs take seconds to import, so only
+    when a call first needs one."""
+
+    bare = parse_model_name(settings.model).model  # an adapter's own default, unprefixed
+
+    def anthropic() -> LLM:
+        from adapters.llm.anthropic import AnthropicLLM
+
+        return AnthropicLLM.from_env(model=bare, max_tokens=settings.max_tokens)
+
+    def openai() -> LLM:
+        from adapters.llm.openai import OpenAILLM
+
+        return OpenAILLM.from_env(
+            model=bare, max_tokens=settings.max_tokens, api=settings.openai_api
+        )
+
+    def gemini() -> LLM:
+        from adapters.llm.gemini import GeminiLLM
+
+        return GeminiLLM.from_env(model=bare, max_tokens=settings.max_tokens)
+
+    return {"anthropic": anthropic, "openai": openai, "gemini": gemini}
 
 
 def build_tools(
@@ -145,6 +171,7 @@ def _skills(skills_dir: Path | None, embedder: str, threshold: float) -> Skills:
 def build_engine_settings(settings: Settings) -> EngineSettings:
     return EngineSettings(
         model=settings.model,
+        model_fallback=settings.model_fallback,
         max_tokens=settings.max_tokens,
         thinking_budget=settings.thinking_budget,
         context_window=settings.context_window,

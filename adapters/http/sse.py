@@ -36,7 +36,11 @@ Memory: TypeAlias = (
     S.PlanUpdated | S.FindingRecorded | S.ProgressNoted | S.SourceRecorded | S.ArtifactCreated
 )
 Guard: TypeAlias = (
-    S.StrikeRecorded | S.RebootRequested | S.ContextCompacted | S.BudgetThresholdReached
+    S.StrikeRecorded
+    | S.RebootRequested
+    | S.ContextCompacted
+    | S.BudgetThresholdReached
+    | S.ModelFallbackUsed
 )
 RunEvent: TypeAlias = S.RunRequested | S.RunStarted | S.RunCompleted | S.RunFailed | S.RunStopped
 Lifecycle: TypeAlias = S.SessionStarted | S.SessionRenamed | S.SessionCompleted | S.SessionArchived
@@ -67,7 +71,7 @@ def payloads(e: SessionEvent) -> list[sse.SsePayload]:
             return [_memory(e)]
         case (
             S.StrikeRecorded() | S.RebootRequested() | S.ContextCompacted()
-            | S.BudgetThresholdReached()
+            | S.BudgetThresholdReached() | S.ModelFallbackUsed()
         ):  # fmt: skip
             return [_notice(e)]
         case S.RunRequested() | S.RunStarted() | S.RunCompleted() | S.RunFailed() | S.RunStopped():
@@ -269,6 +273,16 @@ def _notice(e: Guard) -> sse.Notice:
                     limit_usd=None if e.limit_usd is None else usd_text(e.limit_usd),
                     spent_tokens=e.spent_tokens,
                     limit_tokens=e.limit_tokens,
+                ),
+            )
+        case S.ModelFallbackUsed(from_model=was, to_model=now, reason=reason):
+            return sse.Notice(
+                version=v,
+                timestamp=at,
+                kind="fallback",
+                message=f"{was} could not answer; {now} took over",
+                fallback=sse.FallbackNotice(
+                    from_model=was, to_model=now, reason=reason, error_code=e.error_code
                 ),
             )
         case _:

@@ -8,9 +8,12 @@ from application.ports import LLMNotConfigured
 from domain.conversation import ModelRequest, StreamItem
 
 HOW_TO_CONFIGURE = (
-    "no model is configured (runs fail with LLM_NOT_CONFIGURED): set ANTHROPIC_API_KEY "
-    "(and ANTHROPIC_BASE_URL for a proxy), or TOKENDANCE_LLM=scripted:demo for the bundled "
-    "scripted model (no key needed), or TOKENDANCE_LLM=scripted:<script.yaml> for your own"
+    "no model is configured: TOKENDANCE_MODEL's provider has no key (runs fail with "
+    "LLM_NOT_CONFIGURED): set "
+    "ANTHROPIC_API_KEY for anthropic: models, OPENAI_API_KEY (and OPENAI_BASE_URL for an "
+    "OpenAI-compatible server) for openai:, GEMINI_API_KEY for gemini:; or "
+    "TOKENDANCE_LLM=scripted:demo for the bundled scripted model (no key needed), or "
+    "TOKENDANCE_LLM=scripted:<script.yaml> for your own"
 )
 
 

@@ -22,6 +22,8 @@ from application.skills.skill import (
     Skill,
     SkillError,
 )
+from domain.errors import InvalidCommand
+from domain.model_names import parse_model_name
 
 SKILL_FILE = "SKILL.md"
 # Hyphens (the Agent Skills spec) or underscores (seed 004: `deep_research`); one name
@@ -66,6 +68,7 @@ def parse_skill(folder: Path) -> Skill:
         enabled=fields.flag("enabled", default=True),
         license=fields.spec_text("license") or None,
         compatibility=fields.spec_text("compatibility", MAX_COMPATIBILITY_CHARS) or None,
+        model=fields.model(),
     )
 
 
@@ -159,6 +162,17 @@ class _Fields:
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             raise self._error(field, "must be a string")
         return str(value).strip()
+
+    def model(self) -> str | None:
+        """The model the skill prefers, `provider:model` (see `domain.model_names`)."""
+        value = self.text("model")
+        if not value:
+            return None
+        try:
+            parse_model_name(value)
+        except InvalidCommand as e:
+            raise self._error("model", str(e)) from None
+        return value
 
     def words(self, field: str, *, separators: str) -> tuple[str, ...]:
         value = self._lookup(field)

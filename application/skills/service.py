@@ -47,4 +47,5 @@ def spec_of(skill: Skill) -> SkillSpec:
         skill.allowed_tools,
         skill.max_iterations,
         skill.timeout,
+        skill.model,
     )

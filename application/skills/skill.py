@@ -47,6 +47,7 @@ class Skill:
     enabled: bool = True
     license: str | None = None
     compatibility: str | None = None
+    model: str | None = None  # the model it prefers (a session's or workspace's wins)
 
     @property
     def skill_file(self) -> Path:

@@ -67,6 +67,9 @@ def one_of_each() -> list[SessionEvent]:
     run = uuid4()
     app.request_run(sid, run)
     app.start_run(sid, run, "worker-1")
+    app.use_fallback_model(
+        sid, run, "claude-sonnet-4-5", "openai:gpt-4.1", "529 overloaded", "LLM_OVERLOADED"
+    )
     recalled = RecalledMemory(uuid4(), f"user:{uuid4()}", "preference", "Likes tables", 0.03)
     app.recall_memories(sid, run, "hello", [recalled])
     app.record_assistant_turn(sid, run, _turn(), latency_ms=12)

@@ -13,6 +13,7 @@ from adapters.bootstrap.parts import build_llm
 from adapters.llm import retries as model_requests
 from adapters.llm.anthropic import AnthropicLLM
 from adapters.llm.retries import ModelRequestsForbidden
+from adapters.llm.router import ModelRouter
 from adapters.settings import Settings
 from application.ports import LLMOverloaded
 from domain.conversation import Message, ModelRequest, ModelTurn, TextBlock
@@ -77,7 +78,7 @@ async def test_the_model_bootstrap_builds_from_a_real_key_is_refused(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-not-a-real-key")
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
     llm = build_llm(Settings(data_dir=tmp_path))
-    assert isinstance(llm, AnthropicLLM)
+    assert isinstance(llm, ModelRouter) and isinstance(llm.provider("anthropic"), AnthropicLLM)
 
     with pytest.raises(ModelRequestsForbidden):
         async for _ in llm.stream(ASK):

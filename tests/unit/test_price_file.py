@@ -51,7 +51,7 @@ def test_the_bundled_file_loads_with_its_version() -> None:
     table = load_prices()
 
     assert table == load_prices(bundled_prices_path())
-    assert table.version == "2026-11-26"
+    assert table.version == "2026-11-28"
 
 
 @pytest.mark.parametrize(
