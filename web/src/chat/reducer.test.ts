@@ -114,4 +114,11 @@ describe('chat reducer', () => {
     apply(state, ev({ type: 'notice', kind: 'strike', tool: 'web_search', error_signature: 'timeout', version: 3, timestamp: at }, 3))
     expect(state.notices).toEqual([expect.objectContaining({ kind: 'strike', text: 'web_search: timeout' })])
   })
+
+  it('says which model took over when one could not answer', () => {
+    const state = createChatState()
+    const fallback = { from_model: 'claude-sonnet-4-5', to_model: 'openai:gpt-4.1', reason: '529 overloaded', error_code: 'LLM_OVERLOADED' }
+    apply(state, ev({ type: 'notice', kind: 'fallback', message: 'claude-sonnet-4-5 could not answer; openai:gpt-4.1 took over', fallback, version: 4, timestamp: at }, 4))
+    expect(state.notices).toEqual([expect.objectContaining({ kind: 'fallback', text: 'claude-sonnet-4-5 could not answer; openai:gpt-4.1 took over' })])
+  })
 })

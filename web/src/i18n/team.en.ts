@@ -34,7 +34,7 @@ export default {
     name: 'Workspace name',
     defaults: 'Defaults of new sessions',
     model: 'Model',
-    modelHint: 'Empty: the server’s model.',
+    modelHint: 'provider:model, e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1, gemini:gemini-2.5-pro. Empty: the server’s model.',
     confirmation: 'Ask before tool calls',
     confirmations: { always: 'Always', risky: 'Risky ones only', never: 'Never' },
     allowedTools: 'Allowed tools',

@@ -36,7 +36,7 @@ const zh: typeof team = {
     name: '工作区名称',
     defaults: '新会话的默认设置',
     model: '模型',
-    modelHint: '留空：使用服务器的模型。',
+    modelHint: '格式为 provider:model，例如 anthropic:claude-sonnet-4-5、openai:gpt-4.1、gemini:gemini-2.5-pro。留空：使用服务器的模型。',
     confirmation: '工具调用前确认',
     confirmations: { always: '总是', risky: '仅限有风险的', never: '从不' },
     allowedTools: '允许的工具',
