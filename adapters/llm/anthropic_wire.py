@@ -172,12 +172,26 @@ def _tools(specs: tuple[ToolSpec, ...], ttl: CacheTtl) -> list[ToolParam]:
 
 def _message(message: Message, ttl: CacheTtl) -> MessageParam:
     # The API rejects empty text blocks; an empty one carries nothing anyway.
-    blocks = [_block(b) for b in message.content if not (isinstance(b, TextBlock) and not b.text)]
+    blocks = [_block(b) for b in message.content if _sendable(b)]
     if message.cache_breakpoint:
         _mark_last_cacheable(blocks, ttl)
     if message.role == "user":
         return {"role": "user", "content": blocks}
     return {"role": "assistant", "content": blocks}
+
+
+def _sendable(block: ContentBlock) -> bool:
+    """Whether the API takes the block back: not an empty text, and no thinking another
+    vendor wrote (after a fallback): it has no signature of Anthropic's."""
+    if isinstance(block, TextBlock):
+        return bool(block.text)
+    if isinstance(block, ThinkingBlock):
+        return bool(block.signature) and not block.signature.startswith(FOREIGN_SIGNATURES)
+    return True
+
+
+# Signatures other adapters keep on the thinking blocks they record (Gemini's).
+FOREIGN_SIGNATURES = ("gemini:",)
 
 
 def _mark_last_cacheable(blocks: list[WireBlock], ttl: CacheTtl) -> None:
