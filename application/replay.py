@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import assert_never
 from uuid import UUID
 
@@ -26,6 +26,7 @@ from application.replay_oracle import (
     ReplayLLM,
     ReplayToolCalls,
     fallbacks_of,
+    model_of,
 )
 from application.runner import AgentRunner
 from application.runs import internal_failure
@@ -83,6 +84,10 @@ async def replay(stored: Sequence[SessionEvent], *, engine: ReplayEngine) -> Rep
     target.before_change = _claims_of(stored)
     runner.clock = ReplayClock(stored, position)
     runner.model_calls.fallback = fallbacks_of(stored)
+    configured = model_of(stored)
+    if configured is not None:  # asked of the model the original engine was set up with
+        runner.settings = replace(runner.settings, model=configured)
+        runner.model_calls.default_model = configured
     runner.tool_calls = ReplayToolCalls(runner.tools, runner.tool_calls.blobs, stored)
     # Recalled as recorded, and nothing kept: the memories live outside the session.
     runner.memory = RunMemory(RecordedRecall(stored), None)

@@ -87,6 +87,13 @@ def fallbacks_of(stored: Sequence[SessionEvent]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(taken))
 
 
+def model_of(stored: Sequence[SessionEvent]) -> str | None:
+    """The model the engine was configured with, as far as the log says: the model the
+    first fallback took over from (the log names no model the engine was asked for
+    otherwise; the turns name the models that answered)."""
+    return next((e.from_model for e in stored if isinstance(e, S.ModelFallbackUsed)), None)
+
+
 class ReplayClock:
     """The runner's clock in a replay. The only decision it takes on the time is whether
     a skill's time is up, and the log says where it was: at a stored `RunCompleted` for
