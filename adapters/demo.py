@@ -97,6 +97,9 @@ def _details(e: SessionEvent) -> str:
             return "; ".join(f"{m.category}: {_short(m.text, 40)}" for m in memories)
         case S.ModelFallbackUsed(from_model=was, to_model=now, error_code=code):
             return f"{was} failed [{code}]: {now} took over"
+        case S.McpToolsetChanged(tools=tools, unavailable=down):
+            names = ", ".join(f"{t['server']}__{t['tool']}" for t in tools) or "none"
+            return f"MCP tools: {names}" + (f"; unreachable: {len(down)}" if down else "")
         case S.ArtifactCreated(kind=kind, name=name, size=size, media_type=media_type):
             return f"{kind} {name} ({size} bytes, {media_type})"
         case S.DeckCreated(deck=deck, title=title, slides=slides, template=template):

@@ -51,6 +51,20 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "any of its turn was streamed; the switch is a `ModelFallbackUsed` event and holds "
         "for the rest of that run",
     ),
+    "TOKENDANCE_MCP_SERVERS": (
+        "",
+        "a YAML list of MCP servers every workspace's agent gets (each with the fields of "
+        "`POST /api/v1/workspaces/{id}/mcp-servers`); a file that does not load stops the start",
+    ),
+    "TOKENDANCE_MCP_TIMEOUT": (
+        "60",
+        "seconds an MCP tool call may take (and an MCP server to start and list its tools)",
+    ),
+    "TOKENDANCE_MASTER_KEY": (
+        "(unset: a random key kept in the data directory)",
+        "base64 of 32 bytes: seals secrets kept at rest (MCP servers' env and header values, "
+        "AES-GCM); the same on every process",
+    ),
     "TOKENDANCE_OPENAI_API": (
         "chat",
         "which OpenAI API `openai:` models are called through: `chat` (Chat Completions, "

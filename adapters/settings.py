@@ -87,6 +87,9 @@ class Settings:
     run_max_deliveries: int = int(_default("TOKENDANCE_RUN_MAX_DELIVERIES"))
     run_sweep: int = int(_default("TOKENDANCE_RUN_SWEEP"))
     web_dir: Path = WEB_DIST
+    mcp_servers_file: Path | None = None
+    mcp_timeout: int = int(_default("TOKENDANCE_MCP_TIMEOUT"))
+    master_key: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -115,6 +118,9 @@ class Settings:
                 if m.strip()
             ),
             openai_api=_openai_api(get("TOKENDANCE_OPENAI_API")),
+            mcp_servers_file=_optional_path(env.get("TOKENDANCE_MCP_SERVERS")),
+            mcp_timeout=_seconds(get("TOKENDANCE_MCP_TIMEOUT"), "TOKENDANCE_MCP_TIMEOUT"),
+            master_key=env.get("TOKENDANCE_MASTER_KEY", "").strip() or None,
             max_tokens=_int(get("TOKENDANCE_MAX_TOKENS"), "TOKENDANCE_MAX_TOKENS"),
             thinking_budget=_thinking_budget(get),
             context_window=_int(get("TOKENDANCE_CONTEXT_WINDOW"), "TOKENDANCE_CONTEXT_WINDOW"),

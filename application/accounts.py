@@ -16,6 +16,7 @@ from eventsourcing.utils import EnvType
 
 from application.budgets import Budgets
 from application.logins import Logins, Registration
+from application.mcp_servers import McpServerRegistry
 from application.passwords import Passwords
 from application.profiles import Profiles
 from application.team_members import DEFAULT_INVITATION_TTL, TeamMembers, check_invitation_ttl
@@ -36,7 +37,7 @@ __all__ = [
 THIRTY_DAYS = 30 * 24 * 3600
 
 
-class AccountService(Logins, TeamMembers, Profiles, Budgets):
+class AccountService(Logins, TeamMembers, Profiles, Budgets, McpServerRegistry):
     """Users, organizations with their teams and workspaces, and logins (token families)."""
 
     name = "accounts"

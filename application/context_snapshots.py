@@ -34,7 +34,7 @@ from domain.session import AgentSession as S
 from domain.sources import NumberedSource
 from domain.values import PlanItem
 
-FORMAT = 2  # change it with the shape below: older snapshots are then ignored
+FORMAT = 3  # change it with the shape below: older snapshots are then ignored
 
 _Triple = tuple[str, str, str]
 
@@ -96,6 +96,7 @@ class _Ledger(msgspec.Struct, array_like=True):
     sources: list[tuple[int, str, str, str, str | None]]
     done: list[str]
     active_run: UUID | None
+    fallback_models: list[tuple[UUID, str]]
 
 
 class _Snapshot(msgspec.Struct, array_like=True):
@@ -123,13 +124,14 @@ def encode(version: int, ledger: Ledger, context: FoldedContext, mapper: Mapper[
     events: list[SessionEvent] = [*live.requested.values(), *live.results.values()]
     events += [*live.confirmations.values(), *live.answers.values()]
     events += [*live.last_turn_by_run.values(), *([live.skill] if live.skill else [])]
+    events += [live.mcp_toolset] if live.mcp_toolset else []
     events.sort(key=lambda e: e.originator_version)
     state = _Ledger(
         [_event(e, mapper) for e in events], sorted(live.started_runs, key=str),
         list(live.turns_by_run.items()), live.last_turn_version, live.tokens_used,
         live.stalled_turns, [(t, s, n) for (t, s), n in live.failures.items()],
         [(s.number, s.url, s.title, s.snippet, s.blob_ref) for s in live.sources.values()],
-        sorted(live.done_steps), live.active_run,
+        sorted(live.done_steps), live.active_run, list(live.fallback_models.items()),
     )  # fmt: skip
     if ledger.started is not None:
         state.events.insert(0, _event(ledger.started, mapper))
@@ -169,6 +171,8 @@ def _ledger(raw: _Ledger, mapper: Mapper[UUID]) -> Ledger:
                 ledger.last_turn_by_run[run_id] = e
             case S.SkillActivated():
                 ledger.skill = e
+            case S.McpToolsetChanged():
+                ledger.mcp_toolset = e
             case _:
                 raise ValueError(f"not a snapshot's event: {type(e).__qualname__}")
     ledger.started_runs = set(raw.started_runs)
@@ -180,6 +184,7 @@ def _ledger(raw: _Ledger, mapper: Mapper[UUID]) -> Ledger:
     ledger.source_numbers = {s.url: n for n, s in sorted(ledger.sources.items())}
     ledger.restore_done(frozenset(raw.done))
     ledger.active_run = raw.active_run
+    ledger.fallback_models = dict(raw.fallback_models)
     return ledger
 
 

@@ -24,6 +24,7 @@ from application.replay_oracle import (
     Exhausted,
     ReplayClock,
     ReplayLLM,
+    ReplayMcp,
     ReplayToolCalls,
     fallbacks_of,
     model_of,
@@ -88,7 +89,9 @@ async def replay(stored: Sequence[SessionEvent], *, engine: ReplayEngine) -> Rep
     if configured is not None:  # asked of the model the original engine was set up with
         runner.settings = replace(runner.settings, model=configured)
         runner.model_calls.default_model = configured
+    runner.mcp = ReplayMcp(stored, position)
     runner.tool_calls = ReplayToolCalls(runner.tools, runner.tool_calls.blobs, stored)
+    runner.tool_calls.mcp = runner.mcp
     # Recalled as recorded, and nothing kept: the memories live outside the session.
     runner.memory = RunMemory(RecordedRecall(stored), None)
     try:
@@ -208,7 +211,7 @@ def _apply_input(
             | S.RebootRequested() | S.ContextCompacted() | S.ArtifactCreated() | D.DeckEvent()
             | S.RunCompleted() | S.RunFailed() | S.RunStopped() | S.BudgetThresholdReached()
             | S.SourceRecorded() | S.SkillActivated() | S.MemoriesRecalled()
-            | S.ModelFallbackUsed()
+            | S.ModelFallbackUsed() | S.McpToolsetChanged()
         ):  # fmt: skip
             pass  # the engine's own output: it must produce these by itself
         case _:

@@ -7,11 +7,12 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import cast
+from typing import Any, cast
 from uuid import UUID
 
 from application.budget_guard import Unprojected
-from application.ports import FALLBACK_ERRORS, LLM, BlobStore, LLMError
+from application.mcp_tools import McpToolSpec, Toolset, toolset_of
+from application.ports import FALLBACK_ERRORS, LLM, BlobStore, LLMError, ToolExecutionError
 from application.run_state import RunState
 from application.steps import UNRECORDED
 from application.tool_calls import ToolCalls
@@ -92,6 +93,25 @@ def model_of(stored: Sequence[SessionEvent]) -> str | None:
     first fallback took over from (the log names no model the engine was asked for
     otherwise; the turns name the models that answered)."""
     return next((e.from_model for e in stored if isinstance(e, S.ModelFallbackUsed)), None)
+
+
+class ReplayMcp:
+    """The MCP servers in a replay: the toolsets the log recorded, never a call (an MCP
+    tool's result is answered from the log like any tool with outside effects)."""
+
+    def __init__(self, stored: Sequence[SessionEvent], position: Callable[[], int]) -> None:
+        self.stored = stored
+        self.position = position
+
+    async def toolset(self, workspace_id: UUID) -> Toolset:
+        at = self.position()
+        if at < len(self.stored) and isinstance(self.stored[at], S.McpToolsetChanged):
+            return toolset_of(self.stored[at])  # type: ignore[arg-type]
+        before = (e for e in reversed(self.stored[:at]) if isinstance(e, S.McpToolsetChanged))
+        return toolset_of(next(before, None))
+
+    async def call(self, workspace_id: UUID, tool: McpToolSpec, args: dict[str, Any]) -> str:
+        raise ToolExecutionError("a replay calls no MCP server")
 
 
 class ReplayClock:
@@ -184,7 +204,7 @@ class ReplayToolCalls(ToolCalls):
     async def _perform(
         self, state: RunState, tool_use_id: str, name: str, raw_args: dict[str, object]
     ) -> Performed:
-        if self.tools.get(name).replayable:
+        if self.tools_of(state).get(name).replayable:
             return await super()._perform(state, tool_use_id, name, raw_args)
         recorded = self.results.get(tool_use_id)
         if recorded is None:

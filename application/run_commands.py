@@ -7,6 +7,7 @@ Mixed into `SessionService`, which gets the session, calls it and saves it (`_ch
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 from uuid import UUID
 
 from application.receipt import Receipt
@@ -179,6 +180,16 @@ class RunCommands:
             session_id,
             lambda s: s.use_fallback_model(run_id, from_model, to_model, reason, error_code),
         )
+
+    def change_mcp_toolset(
+        self,
+        session_id: UUID,
+        run_id: UUID,
+        tools: list[dict[str, Any]],
+        unavailable: list[dict[str, str]],
+    ) -> Receipt:
+        """Record the MCP tools the session's agent is offered from now on."""
+        return self._change(session_id, lambda s: s.change_mcp_toolset(run_id, tools, unavailable))
 
     def record_compaction(
         self,

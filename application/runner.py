@@ -20,6 +20,7 @@ from uuid import UUID
 from application.bridge import SyncBridge
 from application.budget_guard import BudgetGuard, NoBudgets
 from application.engine_settings import COMPACTION_PROMPT, EngineSettings, frame_of
+from application.mcp_tools import McpClient, refresh_toolset, with_mcp_tools
 from application.memory_recall import RunMemory
 from application.model_calls import ModelCalls, on_run_model
 from application.ports import (
@@ -80,12 +81,14 @@ class AgentRunner:
         worker: str | None = None,
         snapshots: ContextSnapshots | None = None,
         memory: RunMemory | None = None,
+        mcp: McpClient | None = None,
     ) -> None:
         self.sessions = sessions
         self.bridge = bridge
         self.llm = llm
         self.tools = tools
-        self.tool_calls = ToolCalls(tools, blobs, deltas)
+        self.tool_calls = ToolCalls(tools, blobs, deltas, mcp=mcp)
+        self.mcp = mcp
         self.counter = counter
         self.deltas = deltas
         self.settings = settings or EngineSettings()
@@ -124,6 +127,7 @@ class AgentRunner:
         state.billing = state.ledger.billing
         if not state.has_started():
             await state.record(self.sessions.start_run, session_id, run_id, self.worker)
+            await refresh_toolset(state, self.mcp)
             await self._match_skill(state)
             if self.memory is not None:
                 await self.memory.at_start(state, self.sessions)
@@ -214,7 +218,7 @@ class AgentRunner:
         assert state.context is not None
         request, estimate = state.context.request_and_estimate()
         if not needs_compaction(estimate, self.settings.context_window):
-            return on_run_model(state.ledger, state.settings, state.run_id, request), estimate
+            return self._for_run(state, request), estimate
         through = state.ledger.last_turn_version - 1
         if through <= 1:
             return request, estimate  # nothing older than the newest turn to fold away
@@ -231,7 +235,13 @@ class AgentRunner:
         )  # fmt: skip
         await self._after_call(state, receipt.notification_id, call, cost)
         request, estimate = state.context.request_and_estimate()
-        return on_run_model(state.ledger, state.settings, state.run_id, request), estimate
+        return self._for_run(state, request), estimate
+
+    @staticmethod
+    def _for_run(state: RunState, request: ModelRequest) -> ModelRequest:
+        """The request on the run's model, with the session's MCP tools."""
+        request = on_run_model(state.ledger, state.settings, state.run_id, request)
+        return with_mcp_tools(state, request)
 
     async def _summarize(
         self, state: RunState, through: int, frame: ContextFrame, estimate: int

@@ -16,6 +16,7 @@ from uuid import UUID
 
 import msgspec
 
+from application.mcp_tools import McpClient, recorded, session_tools
 from application.ports import BlobStore, DeltaSink
 from application.run_state import RunState
 from application.steps import CallRequest, CallsStep, ConfirmationAsk, Note, ResultStep, Strike
@@ -70,9 +71,17 @@ class ToolCalls:
     """Works through the tool uses of the run's newest turn, in order."""
 
     def __init__(
-        self, tools: ToolRegistry, blobs: BlobStore, live: DeltaSink | None = None
+        self,
+        tools: ToolRegistry,
+        blobs: BlobStore,
+        live: DeltaSink | None = None,
+        *,
+        mcp: McpClient | None = None,
+        mcp_timeout: float = 60.0,
     ) -> None:
         self.tools = tools
+        self.mcp = mcp
+        self.mcp_timeout = mcp_timeout
         self.blobs = blobs
         self.live = live  # where a running call's live word goes (None: nowhere)
         self.progress_every = PROGRESS_EVERY
@@ -135,7 +144,7 @@ class ToolCalls:
         tool_use_id, name, raw_args = use["id"], use["name"], _args_of(use)
         parsed: tuple[AnyTool, msgspec.Struct] | ToolRejected
         try:
-            parsed = self.tools.parse(name, raw_args)
+            parsed = self.tools_of(state).parse(name, raw_args)
         except ToolRejected as e:
             parsed = e
         risky = not isinstance(parsed, ToolRejected) and parsed[0].risky
@@ -241,7 +250,8 @@ class ToolCalls:
         """Run the call with its timeout; every failure becomes an error result. Watchers
         see it run (live only)."""
         async with announced(self.live, state.session_id, tool_use_id, name, self.progress_every):
-            return await perform(self.tools, self.blobs, state, tool_use_id, name, raw_args)
+            tools = self.tools_of(state)
+            return await perform(tools, self.blobs, state, tool_use_id, name, raw_args)
 
     async def _record(
         self, state: RunState, tool_use_id: str, name: str, result: Performed
@@ -275,6 +285,10 @@ class ToolCalls:
             strike=strike,
         )  # fmt: skip
         await state.record(state.sessions.record_result_and_effects, state.session_id, step)
+
+    def tools_of(self, state: RunState) -> ToolRegistry:
+        """The built-in tools and the MCP tools the session recorded."""
+        return session_tools(self.tools, recorded(state.ledger), self.mcp, self.mcp_timeout)
 
     @staticmethod
     def _check_allowed(state: RunState, name: str) -> None:

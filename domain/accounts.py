@@ -21,6 +21,7 @@ from domain.api_keys import API_KEY_EVENT_CLASSES, ApiKeyEvent
 from domain.budgets import BUDGET_EVENT_CLASSES, BudgetEvent
 from domain.errors import InvalidCommand
 from domain.invitations import INVITATION_EVENT_CLASSES, InvitationEvent
+from domain.mcp_servers import MCP_SERVERS_EVENT_CLASSES, McpServersEvent
 from domain.memories import MEMORY_EVENT_CLASSES, MemoryEvent
 from domain.roles import Role, check_role, higher
 from domain.workspace_files import WORKSPACE_FOLDER_EVENT_CLASSES, WorkspaceFolderEvent
@@ -491,6 +492,7 @@ AccountEvent = (
     | BudgetEvent
     | WorkspaceFolderEvent
     | MemoryEvent
+    | McpServersEvent
 )
 ACCOUNT_EVENT_CLASSES: tuple[type[AccountEvent], ...] = (
     *UserEvent.__args__,
@@ -501,4 +503,5 @@ ACCOUNT_EVENT_CLASSES: tuple[type[AccountEvent], ...] = (
     *BUDGET_EVENT_CLASSES,
     *WORKSPACE_FOLDER_EVENT_CLASSES,
     *MEMORY_EVENT_CLASSES,
+    *MCP_SERVERS_EVENT_CLASSES,
 )

@@ -78,7 +78,7 @@ def turn_of(e: SessionEvent) -> tuple[Role, list[ContentBlock]] | None:
             | S.RunRequested() | S.RunStarted()
             | S.RunCompleted() | S.RunFailed() | S.RunStopped() | S.SessionRenamed()
             | S.SessionCompleted() | S.SessionArchived()
-            | S.ModelFallbackUsed()
+            | S.ModelFallbackUsed() | S.McpToolsetChanged()
         ):  # fmt: skip
             return None  # not part of the conversation (the plan is recited at the end)
         case _:

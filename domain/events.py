@@ -31,6 +31,7 @@ SessionEvent: TypeAlias = (
     | S.SkillActivated
     | S.MemoriesRecalled
     | S.ModelFallbackUsed
+    | S.McpToolsetChanged
     | S.ArtifactCreated
     | S.DeckCreated
     | S.SlideAdded

@@ -47,6 +47,7 @@ class Ledger:
     skill: S.SkillActivated | None = None  # the skill active now, if any
     # A run's model since a fallback took over from the one it started with.
     fallback_models: dict[UUID, str] = field(default_factory=dict)
+    mcp_toolset: S.McpToolsetChanged | None = None  # the MCP tools offered now
     source_numbers: dict[str, int] = field(default_factory=dict)  # url -> its number
     sources: dict[int, NumberedSource] = field(default_factory=dict)  # by number
     _done: frozenset[str] = frozenset()
@@ -93,6 +94,8 @@ class Ledger:
                 self.skill = e
             case S.ModelFallbackUsed(run_id=run_id, to_model=to_model):
                 self.fallback_models[run_id] = to_model
+            case S.McpToolsetChanged():
+                self.mcp_toolset = e
             case S.SourceRecorded(url=url, number=number):
                 self.source_numbers[url] = number
                 add_source(self.sources, e)

@@ -52,6 +52,15 @@ class SteeringLog(SessionLog):
         reason: str  # the failure, as the vendor's error was classified and worded
         error_code: str  # LLM_OVERLOADED, LLM_RATE_LIMITED or LLM_CONNECTION_ERROR
 
+    class McpToolsetChanged(Aggregate.Event):
+        """The MCP servers' tools the session's agent is offered from here on (each
+        `{server, tool, description, input_schema, risky}`), and the servers that could
+        not be reached (`{server, reason}`): the log says which tools each request had."""
+
+        run_id: UUID
+        tools: list[dict[str, Any]]
+        unavailable: list[dict[str, str]]
+
     class MemoriesRecalled(Aggregate.Event):
         """Long-term memories recalled for the user's message at a run's start: they join
         the conversation here (never the system prompt, so the cached prefix stays)."""
@@ -124,6 +133,15 @@ class SteeringLog(SessionLog):
             self.ModelFallbackUsed, run_id=run_id, from_model=from_model, to_model=to_model,
             reason=reason, error_code=error_code,
         )  # fmt: skip
+
+    def change_mcp_toolset(
+        self, run_id: UUID, tools: list[dict[str, Any]], unavailable: list[dict[str, str]]
+    ) -> None:
+        self._check_open()
+        self._check_run(run_id)
+        self.trigger_event(
+            self.McpToolsetChanged, run_id=run_id, tools=tools, unavailable=unavailable
+        )
 
     def recall_memories(self, run_id: UUID, query: str, memories: list[RecalledMemory]) -> None:
         self._check_open()

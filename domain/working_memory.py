@@ -147,7 +147,7 @@ def fold(state: WorkingMemoryState, e: SessionEvent) -> WorkingMemoryState:
             | S.MemoriesRecalled()
             | S.ArtifactCreated() | D.DeckEvent() | S.RunRequested() | S.SessionCompleted()
             | S.SessionArchived()
-            | S.ModelFallbackUsed()
+            | S.ModelFallbackUsed() | S.McpToolsetChanged()
         ):  # fmt: skip
             return state
         case _:

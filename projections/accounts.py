@@ -20,6 +20,7 @@ from domain.accounts import ACCOUNT_EVENT_CLASSES, AccountEvent, Organization, T
 from domain.api_keys import ApiKey
 from domain.budgets import Budget
 from domain.invitations import Invitation
+from domain.mcp_servers import WorkspaceMcpServers
 from domain.memories import MemoryNamespace
 from domain.roles import Actor
 from domain.workspace_files import WorkspaceFolder
@@ -244,6 +245,12 @@ class AccountsView(AccountQueries, View):
                 | MemoryNamespace.MemoryForgotten()
             ):
                 pass  # and memories
+            case (
+                WorkspaceMcpServers.Started()
+                | WorkspaceMcpServers.Registered()
+                | WorkspaceMcpServers.Removed()
+            ):
+                pass  # MCP servers are read from their aggregate
             case _:
                 assert_never(event)
 

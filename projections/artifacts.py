@@ -135,7 +135,7 @@ class ArtifactsView(SessionView):
                 | S.MemoriesRecalled()
                 | S.RunCompleted() | S.RunFailed() | S.RunStopped() | S.SessionRenamed()
                 | S.SessionCompleted() | S.SessionArchived()
-                | S.ModelFallbackUsed()
+                | S.ModelFallbackUsed() | S.McpToolsetChanged()
             ):  # fmt: skip
                 pass
             case _:

@@ -100,7 +100,7 @@ class ConfirmationsView(SessionView):
                 | S.RunRequested()
                 | S.RunStarted() | S.RunCompleted() | S.RunFailed() | S.RunStopped()
                 | S.SessionRenamed() | S.SessionCompleted() | S.SessionArchived()
-                | S.ModelFallbackUsed()
+                | S.ModelFallbackUsed() | S.McpToolsetChanged()
             ):  # fmt: skip
                 pass
             case _:

@@ -164,7 +164,7 @@ class EpisodesView(SessionView):
                 | S.MemoriesRecalled() | S.ArtifactCreated() | D.DeckEvent()
                 | S.RunRequested() | S.RunStarted() | S.RunCompleted() | S.RunFailed()
                 | S.RunStopped() | S.SessionCompleted() | S.SessionArchived()
-                | S.ModelFallbackUsed()
+                | S.ModelFallbackUsed() | S.McpToolsetChanged()
             ):  # fmt: skip
                 pass  # not something a user looks back for
             case _:

@@ -206,7 +206,7 @@ def _changes(e: SessionEvent) -> Change:
             | S.BudgetThresholdReached() | S.SourceRecorded() | S.SkillActivated()
             | S.MemoriesRecalled()
             | S.ArtifactCreated() | D.DeckEvent()
-            | S.ModelFallbackUsed()
+            | S.ModelFallbackUsed() | S.McpToolsetChanged()
         ):  # fmt: skip
             return NOTHING
         case _:

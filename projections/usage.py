@@ -131,7 +131,7 @@ class UsageView(SessionView):
                 | S.SlidesReordered() | S.TemplateChanged()
                 | S.RunStarted() | S.RunCompleted() | S.RunFailed() | S.RunStopped()
                 | S.SessionRenamed() | S.SessionCompleted() | S.SessionArchived()
-                | S.ModelFallbackUsed()
+                | S.ModelFallbackUsed() | S.McpToolsetChanged()
             ):  # fmt: skip
                 pass  # no model call
             case _:

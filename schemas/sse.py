@@ -253,9 +253,10 @@ class FallbackNotice(msgspec.Struct, kw_only=True, frozen=True):
 
 class Notice(Stored, tag="notice", frozen=True):
     """Something about the agent's course: a strike, a reboot, a compaction, a budget,
-    an answer citing `[n]` that names no source (`markers`), a fallback model."""
+    an answer citing `[n]` that names no source (`markers`), a fallback model, the MCP
+    servers' tools the agent is offered from here on."""
 
-    kind: Literal["strike", "reboot", "compaction", "budget", "citation", "fallback"]
+    kind: Literal["strike", "reboot", "compaction", "budget", "citation", "fallback", "mcp_tools"]
     tool: str | None = None
     error_signature: str | None = None
     count: int | None = None

@@ -14,6 +14,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
+from uuid import UUID
 
 from eventsourcing.postgres import (
     PostgresFactory,
@@ -34,12 +35,15 @@ from adapters.bootstrap.parts import (
 from adapters.container import Container
 from adapters.deltas import NullDeltaSink
 from adapters.llm.tokens import TiktokenCounter
+from adapters.mcp.client import McpConnections
+from adapters.mcp.operator import operator_servers
 from adapters.nats.live import NatsDeltaSink
 from adapters.nats.stream import EventStream
 from adapters.postgres.advisory_locks import AdvisoryLocks, SessionRunLocks
 from adapters.postgres.context_snapshots import PostgresContextSnapshots
 from adapters.postgres.eventstore import eventstore_env
 from adapters.postgres.schema_lock import schema_lock
+from adapters.secrets import Sealer
 from adapters.services import Services
 from adapters.settings import Settings
 from adapters.slides.office import Office
@@ -55,6 +59,7 @@ from application.context_snapshots import InMemoryContextSnapshots
 from application.decks import DeckEditor
 from application.engine_settings import EngineSettings
 from application.manual_tools import ManualTools
+from application.mcp_tools import McpClient
 from application.memories import Memories
 from application.memory_access import MemoryAccess
 from application.memory_recall import MemoryRecall, RunMemory
@@ -69,6 +74,7 @@ from application.slide_regeneration import RegenerationSettings, SlideRegenerato
 from application.tools.base import AnyTool
 from application.tools.registry import ToolRegistry
 from application.workspace_files import WorkspaceFiles
+from domain.mcp_servers import McpServerConfig
 from domain.pricing import PriceTable
 from projections.accounts import AccountsView
 from projections.artifacts import ArtifactsView
@@ -140,8 +146,22 @@ def bootstrap(
         prices=prices, budgets=enforcer, telemetry=telemetry, files=container.files,
         snapshots=snapshots, run_locks=SessionRunLocks(AdvisoryLocks(database_url)),
         memories=container.memories, memory_access=container.memory_access,
+        mcp=mcp_connections(settings, container),
     )  # fmt: skip
     return System(container, services, engine, telemetry)
+
+
+def mcp_connections(settings: Settings, container: Container) -> McpConnections:
+    """The MCP servers of each workspace (the operator's file's, then its own), connected
+    by the process that runs the agent."""
+    given = operator_servers(settings.mcp_servers_file)
+
+    async def servers_of(workspace_id: UUID) -> list[McpServerConfig]:
+        own = await container.bridge(container.accounts.workspace_mcp_servers, workspace_id)
+        names = {s.name for s in given}
+        return [*given, *(s for s in own if s.name not in names)]
+
+    return McpConnections(servers_of, timeout=float(settings.mcp_timeout))
 
 
 def bootstrap_engine(
@@ -164,6 +184,7 @@ def bootstrap_engine(
     run_locks: RunLocks | None = None,
     memories: Memories | None = None,
     memory_access: MemoryAccess | None = None,
+    mcp: McpClient | None = None,
 ) -> Engine:
     """The engine alone, on `sessions` (default: a new in-memory event store).
 
@@ -196,6 +217,7 @@ def bootstrap_engine(
         skills=skills if skills is not None else build_skills(settings),
         snapshots=snapshots if snapshots is not None else InMemoryContextSnapshots(),
         memory=RunMemory(MemoryRecall(memories), AutoMemory(memories)) if memories else None,
+        mcp=mcp,
     )
     manual = ManualTools(runner.tool_calls, sessions, bridge)
     scheduler = RunScheduler(runner, sessions, bridge, manual, locks=run_locks)
@@ -264,6 +286,7 @@ def _open_store(
         clock=clock,
         invitation_ttl=settings.invitation_ttl,
     )
+    accounts.sealer = Sealer.from_settings(settings.master_key, settings.data_dir)
     bridge = SyncBridge(settings.thread_pool_size)
     files = WorkspaceFiles(accounts, blobs, bridge, max_bytes=settings.max_upload_bytes)
     index = views[MemoriesView.name]

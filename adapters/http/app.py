@@ -39,6 +39,7 @@ from adapters.http.errors import EXCEPTION_HANDLERS
 from adapters.http.idempotency import IdempotencyMiddleware, IdempotencyStore
 from adapters.http.limits import RateLimitMiddleware, RateLimits
 from adapters.http.login_limits import LoginLimits
+from adapters.http.mcp_servers import McpServersController
 from adapters.http.memories import MemoryApi, MemoryController
 from adapters.http.metrics import Metrics, MetricsMiddleware, metrics_endpoint
 from adapters.http.openapi import complete, docs_routes, openapi_config
@@ -97,6 +98,7 @@ def routes(max_file_bytes: int, web_dir: Path = WEB_DIST) -> list[ControllerRout
         workspace_files_router(max_file_bytes),
         MemoryController,
         EpisodicSearchController,
+        McpServersController,
         *web_routes(web_dir),
     ]
 
@@ -323,6 +325,8 @@ def _api(
         memory=_memory(container, views.waiter),
         key_uses=key_uses,
         cursors=Cursors.of(container.settings.signing_secret()),
+        mcp_operator_file=container.settings.mcp_servers_file,
+        mcp_probe_timeout=min(10.0, float(container.settings.mcp_timeout)),
     )
 
 

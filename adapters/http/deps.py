@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 from uuid import UUID
 
@@ -190,6 +191,8 @@ class Api:
     memory: MemoryApi  # long-term memory
     key_uses: ApiKeyUses  # how often each API key was used
     cursors: Cursors  # the lists' page cursors
+    mcp_operator_file: Path | None = None  # TOKENDANCE_MCP_SERVERS
+    mcp_probe_timeout: float = 10.0  # seconds a server has to answer its registration
 
 
 ApiDep = NamedDependency[SkipValidation[Api]]  # provided as is: nothing to validate

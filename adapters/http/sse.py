@@ -41,6 +41,7 @@ Guard: TypeAlias = (
     | S.ContextCompacted
     | S.BudgetThresholdReached
     | S.ModelFallbackUsed
+    | S.McpToolsetChanged
 )
 RunEvent: TypeAlias = S.RunRequested | S.RunStarted | S.RunCompleted | S.RunFailed | S.RunStopped
 Lifecycle: TypeAlias = S.SessionStarted | S.SessionRenamed | S.SessionCompleted | S.SessionArchived
@@ -71,7 +72,7 @@ def payloads(e: SessionEvent) -> list[sse.SsePayload]:
             return [_memory(e)]
         case (
             S.StrikeRecorded() | S.RebootRequested() | S.ContextCompacted()
-            | S.BudgetThresholdReached() | S.ModelFallbackUsed()
+            | S.BudgetThresholdReached() | S.ModelFallbackUsed() | S.McpToolsetChanged()
         ):  # fmt: skip
             return [_notice(e)]
         case S.RunRequested() | S.RunStarted() | S.RunCompleted() | S.RunFailed() | S.RunStopped():
@@ -285,6 +286,14 @@ def _notice(e: Guard) -> sse.Notice:
                     from_model=was, to_model=now, reason=reason, error_code=e.error_code
                 ),
             )
+        case S.McpToolsetChanged(tools=tools, unavailable=down):
+            names = [f"{t['server']}__{t['tool']}" for t in tools]
+            message = f"MCP tools now: {', '.join(names) or 'none'}"
+            if down:
+                message += "; unreachable: " + "; ".join(
+                    f"{d['server']}: {d['reason']}" for d in down
+                )
+            return sse.Notice(version=v, timestamp=at, kind="mcp_tools", message=message)
         case _:
             assert_never(e)
 

@@ -70,6 +70,9 @@ def one_of_each() -> list[SessionEvent]:
     app.use_fallback_model(
         sid, run, "claude-sonnet-4-5", "openai:gpt-4.1", "529 overloaded", "LLM_OVERLOADED"
     )
+    calc = {"server": "calc", "tool": "add", "description": "Add.", "risky": False,
+            "input_schema": {"type": "object"}}  # fmt: skip
+    app.change_mcp_toolset(sid, run, [calc], [{"server": "down", "reason": "not found"}])
     recalled = RecalledMemory(uuid4(), f"user:{uuid4()}", "preference", "Likes tables", 0.03)
     app.recall_memories(sid, run, "hello", [recalled])
     app.record_assistant_turn(sid, run, _turn(), latency_ms=12)
