@@ -57,6 +57,7 @@ from adapters.http.usage import Billing, UsageController
 from adapters.http.web_app import web_routes
 from adapters.http.workspace_files import FileListing, workspace_files_router
 from adapters.http.ws import push_socket
+from adapters.mcp.mount import mcp_endpoint
 from adapters.nats.session_feed import SessionFeed
 from adapters.nats.signing_peers import keep_answering
 from adapters.postgres.api_key_uses import FLUSH_EVERY, ApiKeyUses
@@ -147,6 +148,7 @@ def create_app(
     key_uses = ApiKeyUses(factory.datastore)
     feed = _session_feed(container, services)
     api = _api(container, feed, engine, views, access, probes, key_uses)
+    mcp_route, mcp_sessions = mcp_endpoint(api)
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
@@ -165,7 +167,8 @@ def create_app(
             keep_answering(lambda: services.nats, container.settings.nats_stream, secret)
         )  # peers starting later check that they sign with the same secret
         try:
-            yield
+            async with mcp_sessions():
+                yield
         finally:
             feed.close()  # open streams end; their clients resume from their last id
             signing.cancel()
@@ -178,7 +181,7 @@ def create_app(
             await services.stop()
 
     app = Litestar(
-        route_handlers=routes(container.files.max_bytes, s.web_dir),
+        route_handlers=[*routes(container.files.max_bytes, s.web_dir), mcp_route],
         dependencies={"api": Provide(_constant(api), sync_to_thread=False)},  # the only one
         # Outermost first: metrics see every answer; limits and idempotency know the user.
         middleware=[

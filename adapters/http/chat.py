@@ -125,7 +125,7 @@ class ChatController(Controller):
         if memory is None:  # the read model is behind: render from the log itself
             events = await api.bridge(lambda: list(api.sessions.session_events(session_id)))
             memory = render(fold_all(events))
-        return _memory_out(session_id, memory)
+        return memory_out(session_id, memory)
 
 
 def confirm_out(
@@ -169,7 +169,7 @@ def _first_use(sessions: SessionService, session_id: UUID, key: str) -> tuple[in
     return None
 
 
-def _memory_out(session_id: UUID, m: WorkingMemory) -> WorkingMemoryOut:
+def memory_out(session_id: UUID, m: WorkingMemory) -> WorkingMemoryOut:
     updated = m.updated_at.isoformat() if m.updated_at else None
     common: dict[str, object] = {"version": m.version, "updated_at": updated}
     return WorkingMemoryOut(
