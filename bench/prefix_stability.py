@@ -29,6 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.llm.anthropic_wire import to_wire
+from adapters.llm.gemini_wire import to_config, to_contents
+from adapters.llm.openai_responses import to_responses
+from adapters.llm.openai_wire import to_chat
 from adapters.llm.scripted import ScriptedLLM
 from adapters.llm.tokens import TiktokenCounter
 from application.engine_settings import EngineSettings
@@ -261,6 +264,48 @@ def report(steps: int, window: int) -> None:
     print("where request k+1 first differs from request k:")
     for place, n in places.most_common():
         print(f"  {n:4d} x {place}")
+    providers(main, pairs, count)
+
+
+# Each body in the order the vendor renders it into the prompt it caches (tools, the
+# system prompt, then the conversation); the call's settings are not part of the prompt.
+def _openai_chat(request: ModelRequest) -> str:
+    body = to_chat(request, model="gpt-4.1", max_tokens=8192)
+    return dumps({"tools": body.get("tools"), "messages": body["messages"]})
+
+
+def _openai_responses(request: ModelRequest) -> str:
+    body = to_responses(request, model="gpt-4.1", max_tokens=8192)
+    return dumps({k: body.get(k) for k in ("tools", "instructions", "input")})
+
+
+def _gemini(request: ModelRequest) -> str:
+    config = to_config(request, max_tokens=8192).model_dump(mode="json", exclude_none=True)
+    contents = [c.model_dump(mode="json", exclude_none=True) for c in to_contents(request.messages)]
+    prompt = {k: config.get(k) for k in ("tools", "system_instruction")}
+    return dumps({**prompt, "contents": contents})
+
+
+RENDERERS: dict[str, Callable[[ModelRequest], str]] = {
+    "anthropic (as sent, markers included)": lambda r: dumps(wire_body(r)),
+    "openai chat completions": _openai_chat,
+    "openai responses": _openai_responses,
+    "gemini": _gemini,
+}
+
+
+def providers(main: list[ModelRequest], pairs: list[int], count: Callable[[str], int]) -> None:
+    """Each provider's own rendering of the same requests: how much of request k+1 is the
+    byte-identical prefix it shares with request k (the most OpenAI's automatic or
+    Gemini's implicit prefix caching can serve)."""
+    print("per provider, share of request k+1 in the prefix it shares with request k (tokens):")
+    for name, render in RENDERERS.items():
+        bodies = [render(r) for r in main]
+        served = [
+            count(bodies[k][: common_prefix(bodies[k], bodies[k + 1])]) / count(bodies[k + 1])
+            for k in pairs
+        ]
+        print(f"  {name}: mean {sum(served) / len(served):.2%}, min {min(served):.2%}")
 
 
 def _mean(rows: list[tuple[int, int]], i: int) -> float:
