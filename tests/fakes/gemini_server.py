@@ -28,6 +28,7 @@ from tests.fakes.model_http import (
     Recorded,
     data_frame,
     serving,
+    split_text,
     tokens,
 )
 
@@ -66,13 +67,6 @@ class FakeGemini(FakeModelServer[FakeReply]):
     served_models: list[str] = field(default_factory=lambda: ["gemini-2.5-pro", "gemini-2.5-flash"])
     # Signatures given out, by function name and args: one must come back on its call.
     signatures: dict[str, set[str]] = field(default_factory=dict)
-
-
-def _split(text: str, pieces: int) -> list[str]:
-    if not text:
-        return []
-    size = max(1, -(-len(text) // max(pieces, 1)))
-    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def _call_key(call: JSONObject) -> str:
@@ -152,9 +146,9 @@ class _Handler(ModelHandler):
             return data_frame({"candidates": [candidate], "usageMetadata": usage, **head})
 
         frames = [
-            frame([{"text": p, "thought": True}]) for p in _split(reply.thought, reply.pieces)
+            frame([{"text": p, "thought": True}]) for p in split_text(reply.thought, reply.pieces)
         ]
-        frames += [frame([{"text": p}]) for p in _split(reply.text, reply.pieces)]
+        frames += [frame([{"text": p}]) for p in split_text(reply.text, reply.pieces)]
         calls: list[JSONObject] = []
         for index, call in enumerate(reply.calls):
             function: JSONObject = {"name": call.name, "args": call.args}

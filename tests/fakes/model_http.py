@@ -25,6 +25,14 @@ R = TypeVar("R")
 CACHE_BLOCK = 16  # tokens: cached prefixes are counted in whole blocks
 
 
+def split_text(text: str, pieces: int) -> list[str]:
+    """`text` in about `pieces` chunks, as a vendor streams it."""
+    if not text:
+        return []
+    size = max(1, -(-len(text) // max(pieces, 1)))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
 def tokens(text: str) -> int:
     return max(len(text) // 4, 1) if text else 0
 

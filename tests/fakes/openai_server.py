@@ -26,6 +26,7 @@ from tests.fakes.model_http import (
     Recorded,
     data_frame,
     serving,
+    split_text,
     tokens,
 )
 
@@ -66,13 +67,6 @@ FakeReply = Reply | Failure
 @dataclass
 class FakeOpenAI(FakeModelServer[FakeReply]):
     served_models: list[str] = field(default_factory=lambda: ["gpt-4.1", "gpt-4o-mini"])
-
-
-def _split(text: str, pieces: int) -> list[str]:
-    if not text:
-        return []
-    size = max(1, -(-len(text) // max(pieces, 1)))
-    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 class _Handler(ModelHandler):
@@ -130,8 +124,10 @@ class _Handler(ModelHandler):
             return data_frame({**head, "choices": [choice]})
 
         frames = [chunk({"role": "assistant", "content": ""})]
-        frames += [chunk({"reasoning_content": p}) for p in _split(reply.reasoning, reply.pieces)]
-        frames += [chunk({"content": p}) for p in _split(reply.text, reply.pieces)]
+        frames += [
+            chunk({"reasoning_content": p}) for p in split_text(reply.reasoning, reply.pieces)
+        ]
+        frames += [chunk({"content": p}) for p in split_text(reply.text, reply.pieces)]
         for index, call in enumerate(reply.calls):
             arguments = json.dumps(call.arguments)
             first, rest = arguments[: len(arguments) // 2], arguments[len(arguments) // 2 :]
@@ -172,13 +168,13 @@ class _Handler(ModelHandler):
 
         output: list[JSONObject] = []
         if reply.reasoning:
-            for p in _split(reply.reasoning, reply.pieces):
+            for p in split_text(reply.reasoning, reply.pieces):
                 event("response.reasoning_summary_text.delta", item_id="rs_1", output_index=0,
                       summary_index=0, delta=p)  # fmt: skip
             summary = [{"type": "summary_text", "text": reply.reasoning}]
             output.append({"type": "reasoning", "id": "rs_1", "summary": summary})
         if reply.text:
-            for p in _split(reply.text, reply.pieces):
+            for p in split_text(reply.text, reply.pieces):
                 event("response.output_text.delta", item_id="msg_1", output_index=len(output),
                       content_index=0, delta=p, logprobs=[])  # fmt: skip
             output.append({"type": "message", "id": "msg_1", "role": "assistant", "status":
