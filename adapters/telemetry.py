@@ -17,6 +17,8 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, Trac
 from application.ports import LLM, LLMError
 from application.tools.base import AnyTool, Tool, ToolContext, ToolOutput
 from domain.conversation import SESSION_KEY, ModelRequest, ModelTurn, StreamItem, ToolSpec
+from domain.errors import InvalidCommand
+from domain.model_names import parse_model_name
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
@@ -106,11 +108,18 @@ class TracedLLM:
             await _close(items)
 
     def _request_attributes(self, request: ModelRequest) -> dict[str, str | int]:
+        provider, model = self._provider, request.model or "unknown"
+        try:
+            if request.model:
+                named = parse_model_name(request.model)
+                provider, model = named.provider, named.model
+        except InvalidCommand:
+            pass  # the router refuses it; the span still says what was asked
         attributes: dict[str, str | int] = {
             "gen_ai.operation.name": "chat",
-            "gen_ai.system": self._provider,  # the older name of gen_ai.provider.name
-            "gen_ai.provider.name": self._provider,
-            "gen_ai.request.model": request.model or "unknown",
+            "gen_ai.system": provider,  # the older name of gen_ai.provider.name
+            "gen_ai.provider.name": provider,
+            "gen_ai.request.model": model,
         }
         if request.max_tokens is not None:
             attributes["gen_ai.request.max_tokens"] = request.max_tokens
