@@ -11,6 +11,7 @@ Gemini's implicit caching, which the byte-stable contents keep (`gemini_wire`).
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 from collections.abc import AsyncGenerator
 
@@ -126,10 +127,11 @@ class GeminiLLM:
         self, request: ModelRequest, progress: Progress
     ) -> AsyncGenerator[StreamItem, None]:
         model = request.model or self._model
-        turn = TurnBuilder(model=model)
+        contents = to_contents(request.messages)
+        turn = TurnBuilder(model=model, contents=contents)
         responses = await self._client.aio.models.generate_content_stream(
             model=model,
-            contents=to_contents(request.messages),
+            contents=contents,
             config=to_config(request, max_tokens=self._max_tokens),
         )
         async for response in responses:
@@ -173,15 +175,46 @@ def _classify(err: Exception) -> Failure | None:
 def _classify_status(err: genai_errors.APIError) -> Failure:
     status, kind = err.code, err.status or ""
     message = f"Gemini answered {status} {kind}: {err.message or err}"
-    headers = getattr(err.response, "headers", None) or {}
+    details = _details(err)
+    reasons = {d.get("reason") for d in details}
     if status == 429 or kind == "RESOURCE_EXHAUSTED":
-        return Failure(LLMRateLimited, True, message, retry_after(headers))
+        return Failure(LLMRateLimited, True, message, _wait(err, details))
     if status >= 500 or kind in ("UNAVAILABLE", "INTERNAL", "DEADLINE_EXCEEDED"):
-        return Failure(LLMOverloaded, True, message, retry_after(headers))
-    if status in (401, 403) or kind in ("UNAUTHENTICATED", "PERMISSION_DENIED"):
+        return Failure(LLMOverloaded, True, message, _wait(err, details))
+    # A wrong key is a 400 INVALID_ARGUMENT whose ErrorInfo says API_KEY_INVALID.
+    if (
+        status in (401, 403)
+        or kind in ("UNAUTHENTICATED", "PERMISSION_DENIED")
+        or reasons & {"API_KEY_INVALID", "API_KEY_EXPIRED"}
+    ):
         return Failure(LLMNotConfigured, False, message)
     if "exceeds the maximum number of tokens" in message or "too long" in message:
         return Failure(LLMContextTooLong, False, message)
     if status < 400:
         return Failure(LLMError, False, message)
     return Failure(LLMBadRequest, False, message)
+
+
+def _details(err: genai_errors.APIError) -> list[dict[str, object]]:
+    """The error's google.rpc details (ErrorInfo, RetryInfo, ...), if it has any."""
+    body = err.details if isinstance(err.details, dict) else {}
+    error = body.get("error", body)
+    details = error.get("details") if isinstance(error, dict) else None
+    return [d for d in details if isinstance(d, dict)] if isinstance(details, list) else []
+
+
+def _wait(err: genai_errors.APIError, details: list[dict[str, object]]) -> float | None:
+    """Seconds to wait: the `retry-after` header, else the RetryInfo's `retryDelay`."""
+    headers = getattr(err.response, "headers", None) or {}
+    seconds = retry_after(headers)
+    if seconds is not None:
+        return seconds
+    for detail in details:
+        delay = detail.get("retryDelay")
+        if isinstance(delay, str) and delay.endswith("s"):
+            try:
+                seconds = float(delay[:-1])
+            except ValueError:
+                return None
+            return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    return None

@@ -14,6 +14,7 @@ thinking of other vendors (their signatures are not Gemini's) is never sent.
 from __future__ import annotations
 
 import base64
+import hashlib
 from dataclasses import dataclass, field
 
 from google.genai import types
@@ -125,11 +126,13 @@ class TurnBuilder:
     """Folds streamed `GenerateContentResponse`s into a `ModelTurn`."""
 
     model: str
+    contents: list[types.Content] = field(default_factory=list)  # what was sent
     blocks: list[TurnBlock] = field(default_factory=list)
     thinking: list[str] = field(default_factory=list)
     finish_reason: str | None = None
     usage: Usage | None = None
     calls: int = 0
+    _seed: str = ""
 
     def add_text(self, text: str) -> None:
         last = self.blocks[-1] if self.blocks else None
@@ -142,10 +145,21 @@ class TurnBuilder:
         if signature:
             encoded = base64.b64encode(signature).decode()
             self.blocks.append(ThinkingBlock("", SIGNATURE_PREFIX + encoded))
-        # Gemini may give no id: one derived from the turn, the same in a replay.
-        call_id = call.id or f"call_{self.calls}_{call.name}"
+        call_id = call.id or f"call_{self._call_seed()}_{self.calls}"
         self.calls += 1
         self.blocks.append(ToolUseBlock(call_id, call.name or "", dict(call.args or {})))
+
+    def _call_seed(self) -> str:
+        """Gemini may give a call no id. Ours must be the same in a replay (so never
+        random) and unique in the session (results, sources and confirmations are keyed
+        by it): a digest of the contents the turn answers, which no other turn of the
+        session shares, and only letters, digits and `_` (another vendor may see it)."""
+        if not self._seed:
+            digest = hashlib.sha256()
+            for content in self.contents:
+                digest.update(content.model_dump_json(exclude_none=True).encode())
+            self._seed = digest.hexdigest()[:12]
+        return self._seed
 
     def set_usage(self, usage: types.GenerateContentResponseUsageMetadata) -> None:
         prompt = usage.prompt_token_count or 0

@@ -20,6 +20,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from urllib.parse import parse_qs
 
 from tests.fakes.model_http import (
     FakeModelServer,
@@ -57,6 +58,24 @@ class Failure:
     status: int
     kind: str  # RESOURCE_EXHAUSTED, UNAVAILABLE, INVALID_ARGUMENT, ...
     message: str = ""
+    details: tuple[JSONObject, ...] = ()  # google.rpc details: ErrorInfo, RetryInfo, ...
+
+
+def retry_info(delay: str) -> JSONObject:
+    """The `RetryInfo` detail Gemini puts on a 429: how long to wait, e.g. "7s"."""
+    return {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay}
+
+
+_UNREGISTERED = Failure(403, "PERMISSION_DENIED", "Method doesn't allow unregistered callers "
+                        "(callers without established identity). Please use API Key or other "
+                        "form of API consumer identity to call this API.")  # fmt: skip
+_KEY_INVALID = Failure(
+    400,
+    "INVALID_ARGUMENT",
+    "API key not valid. Please pass a valid API key.",
+    ({"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID",
+      "domain": "googleapis.com"},),
+)  # fmt: skip
 
 
 FakeReply = Reply | Failure
@@ -77,9 +96,10 @@ class _Handler(ModelHandler):
     fake: FakeGemini
 
     def answer(self, request: Recorded) -> None:
-        if self.headers.get("x-goog-api-key") != self.fake.api_key:
-            return self._error(Failure(400, "INVALID_ARGUMENT", "API key not valid. Please "
-                                       "pass a valid API key."))  # fmt: skip
+        # As Google: the key in the header or the `key` query; none 403, a wrong one 400.
+        key = request.headers.get("x-goog-api-key") or parse_qs(request.query).get("key", [""])[0]
+        if key != self.fake.api_key:
+            return self._error(_KEY_INVALID if key else _UNREGISTERED)
         path = request.path
         prefix, _, action = path.rpartition(":")
         model = prefix.rsplit("/", 1)[-1]
@@ -116,8 +136,10 @@ class _Handler(ModelHandler):
 
     def _error(self, failure: Failure) -> None:
         message = failure.message or failure.kind
-        error = {"error": {"code": failure.status, "message": message, "status": failure.kind}}
-        self.send_json(failure.status, error)
+        error: JSONObject = {"code": failure.status, "message": message, "status": failure.kind}
+        if failure.details:
+            error["details"] = list(failure.details)
+        self.send_json(failure.status, {"error": error})
 
     def _stream(self, body: JSONObject, model: str, reply: Reply) -> None:
         cacheable = json.dumps(

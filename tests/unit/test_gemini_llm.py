@@ -16,7 +16,6 @@ from application.ports import (
     LLMContextTooLong,
     LLMNotConfigured,
     LLMOverloaded,
-    LLMRateLimited,
     LLMRefused,
 )
 from domain.conversation import (
@@ -29,10 +28,16 @@ from domain.conversation import (
     ThinkingBlock,
     ToolResultBlock,
     ToolSpec,
-    ToolUseBlock,
     Usage,
 )
-from tests.fakes.gemini_server import Call, Failure, FakeGemini, Reply, serve_fake_gemini
+from tests.fakes.gemini_server import (
+    Call,
+    Failure,
+    FakeGemini,
+    Reply,
+    retry_info,
+    serve_fake_gemini,
+)
 
 SEARCH = ToolSpec(
     "search", "Search the web.", {"type": "object", "properties": {"query": {"type": "string"}}}
@@ -106,11 +111,14 @@ async def test_two_function_calls_their_results_and_the_signature_go_back(
     llm = llm_on(fake)
     first = await turn_of(llm, ask())
     assert first.stop_reason == "tool_use"
-    assert first.tool_uses == (
-        ToolUseBlock("call_0_search", "search", {"query": "a"}),
-        ToolUseBlock("call_1_search", "search", {"query": "b"}),
+    a, b = first.tool_uses
+    assert (a.name, a.input, b.name, b.input) == (
+        "search",
+        {"query": "a"},
+        "search",
+        {"query": "b"},
     )
-    results = (ToolResultBlock("call_0_search", "A!"), ToolResultBlock("call_1_search", "B?", True))
+    results = (ToolResultBlock(a.id, "A!"), ToolResultBlock(b.id, "B?", True))
     history = (Message("user", (TextBlock("Hi"),)), Message("assistant", first.content),
                Message("user", results))  # fmt: skip
     second = await turn_of(llm, ask(*history))  # the fake refuses a call without its signature
@@ -118,9 +126,32 @@ async def test_two_function_calls_their_results_and_the_signature_go_back(
     model_turn, answers = fake.bodies[1]["contents"][1:]
     assert model_turn["role"] == "model" and "thoughtSignature" in model_turn["parts"][0]
     assert [p["functionResponse"] for p in answers["parts"]] == [
-        {"id": "call_0_search", "name": "search", "response": {"result": "A!"}},
-        {"id": "call_1_search", "name": "search", "response": {"error": "B?"}},
+        {"id": a.id, "name": "search", "response": {"result": "A!"}},
+        {"id": b.id, "name": "search", "response": {"error": "B?"}},
     ]
+    assert [p["functionCall"]["id"] for p in model_turn["parts"]] == [a.id, b.id]
+
+
+async def test_calls_gemini_gave_no_id_get_ids_the_same_in_a_replay_and_new_each_turn(
+    fake: FakeGemini,
+) -> None:
+    fake.default = Reply(calls=(Call("search", {"query": "a"}), Call("search", {"query": "b"})))
+    llm = llm_on(fake)
+    first = await turn_of(llm, ask())
+    again = await turn_of(llm, ask())
+    results = tuple(ToolResultBlock(u.id, "A") for u in first.tool_uses)
+    history = (Message("user", (TextBlock("Hi"),)), Message("assistant", first.content),
+               Message("user", results))  # fmt: skip
+    later = await turn_of(llm, ask(*history))
+    ids = [u.id for u in first.tool_uses]
+    assert [u.id for u in again.tool_uses] == ids  # the same request: the same ids
+    assert len({*ids, *(u.id for u in later.tool_uses)}) == 4  # unique in the session
+    assert all(i.replace("_", "").isalnum() for i in ids)  # any vendor takes them
+
+
+async def test_given_call_ids_are_kept(fake: FakeGemini) -> None:
+    fake.plan(Reply(calls=(Call("search", {"query": "a"}, id="fc-7"),)))
+    assert [u.id for u in (await turn_of(llm_on(fake), ask())).tool_uses] == ["fc-7"]
 
 
 async def test_each_request_begins_with_the_previous_one_byte_for_byte(fake: FakeGemini) -> None:
@@ -164,9 +195,24 @@ async def test_thoughts_stream_as_thinking_when_a_budget_is_set(fake: FakeGemini
     )
 
 
-async def test_rate_limits_are_retried(fake: FakeGemini) -> None:
-    fake.plan(Failure(429, "RESOURCE_EXHAUSTED", "Quota exceeded"), Reply(text="ok"))
-    assert (await turn_of(llm_on(fake), ask())).text == "ok"
+async def test_rate_limits_are_retried_after_the_delay_gemini_asks_for(fake: FakeGemini) -> None:
+    quota = Failure(429, "RESOURCE_EXHAUSTED", "Quota exceeded", (retry_info("7s"),))
+    fake.plan(quota, Reply(text="ok"))
+    sleeps = Sleeps()
+    llm = GeminiLLM.connect(api_key=fake.api_key, base_url=fake.base_url,
+                            model="gemini-2.5-pro", max_tokens=256, sleep=sleeps)  # fmt: skip
+    assert (await turn_of(llm, ask())).text == "ok"
+    assert sleeps.delays == [7.0]
+
+
+async def test_a_wrong_key_is_not_configured_and_the_key_is_not_repeated(
+    fake: FakeGemini,
+) -> None:
+    llm = GeminiLLM.connect(api_key="AIza-wrong-key", base_url=fake.base_url,
+                            model="gemini-2.5-pro", max_tokens=8)  # fmt: skip
+    with pytest.raises(LLMNotConfigured, match="API key not valid") as caught:
+        await items_of(llm, ask())
+    assert "AIza-wrong-key" not in str(caught.value) and len(fake.requests) == 1
 
 
 async def test_an_unavailable_model_fails_as_overloaded_after_the_retries(
@@ -243,7 +289,3 @@ def test_without_a_key_the_adapter_says_which_to_set(monkeypatch: pytest.MonkeyP
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(LLMNotConfigured, match="GEMINI_API_KEY"):
         GeminiLLM.from_env(model="gemini-2.5-pro", max_tokens=8)
-
-
-def test_a_429_is_a_rate_limit() -> None:
-    assert LLMRateLimited.code == "LLM_RATE_LIMITED"
