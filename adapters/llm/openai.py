@@ -11,6 +11,7 @@ repeats byte for byte, which the wire functions keep (`openai_wire.to_chat`).
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any, Literal
@@ -19,7 +20,7 @@ import httpx2
 import openai
 
 from adapters.llm.openai_responses import ResponsesTurn, to_responses
-from adapters.llm.openai_wire import TurnBuilder, to_chat
+from adapters.llm.openai_wire import TurnBuilder, call_seed, to_chat
 from adapters.llm.retries import (
     Failure,
     Progress,
@@ -75,18 +76,36 @@ class OpenAILLM:
         self._sleep = sleep
 
     @classmethod
-    def from_env(cls, *, model: str, max_tokens: int, api: str = "chat") -> OpenAILLM:
-        """An adapter on a client that finds its key and base URL as the SDK does;
-        `LLMNotConfigured` when it finds no key."""
+    def from_env(
+        cls,
+        *,
+        model: str,
+        max_tokens: int,
+        api: str = "chat",
+        max_retries: int = 4,
+        initial_backoff: float = 0.5,
+        max_backoff: float = 20.0,
+        sleep: Sleep = asyncio.sleep,
+    ) -> OpenAILLM:
+        """An adapter on a client that finds its key and base URL as the SDK does
+        (`OPENAI_API_KEY`, `OPENAI_BASE_URL`); `LLMNotConfigured` when it finds no key."""
         try:
             client = openai.AsyncOpenAI(max_retries=0)
-        except openai.OpenAIError as err:
-            raise LLMNotConfigured(
-                "No OpenAI API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for an "
-                "OpenAI-compatible server; a local one takes any non-empty key)"
-            ) from err
+        except openai.OpenAIError as err:  # the SDK found no key
+            raise LLMNotConfigured(_NO_KEY) from err
+        if not client.api_key:  # OPENAI_API_KEY set, but empty
+            raise LLMNotConfigured(_NO_KEY)
         chosen: OpenAIApi = "responses" if api == "responses" else "chat"
-        return cls(client, model=model, max_tokens=max_tokens, api=chosen)
+        return cls(
+            client,
+            model=model,
+            max_tokens=max_tokens,
+            api=chosen,
+            max_retries=max_retries,
+            initial_backoff=initial_backoff,
+            max_backoff=max_backoff,
+            sleep=sleep,
+        )
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -95,7 +114,7 @@ class OpenAILLM:
         check_model_request_allowed(str(self._client.base_url))
         attempt = self._chat if self._api == "chat" else self._responses
         items = stream_with_retries(
-            lambda progress: attempt(request, progress), _classify, self._policy, self._sleep
+            lambda progress: attempt(request, progress), self._classify, self._policy, self._sleep
         )
         async with aclosing(items):
             async for item in items:
@@ -105,7 +124,7 @@ class OpenAILLM:
         self, request: ModelRequest, progress: Progress
     ) -> AsyncGenerator[StreamItem, None]:
         body = to_chat(request, model=self._model, max_tokens=self._max_tokens)
-        turn = TurnBuilder(model=body["model"])
+        turn = TurnBuilder(model=body["model"], seed=call_seed(body["messages"]))
         stream = await self._client.chat.completions.create(**body, stream=True)
         async with stream:
             async for chunk in stream:
@@ -140,7 +159,7 @@ class OpenAILLM:
         self, request: ModelRequest, progress: Progress
     ) -> AsyncGenerator[StreamItem, None]:
         body = to_responses(request, model=self._model, max_tokens=self._max_tokens)
-        turn = ResponsesTurn(model=body["model"])
+        turn = ResponsesTurn(model=body["model"], seed=call_seed(body["input"]))
         stream = await self._client.responses.create(**body, stream=True)
         async with stream:
             async for event in stream:
@@ -163,6 +182,29 @@ class OpenAILLM:
         if not turn.finished:
             raise _IncompleteStream("the OpenAI stream ended before response.completed")
         yield turn.turn()
+
+    def _classify(self, err: Exception) -> Failure | None:
+        failure = _classify(err)
+        if failure is None:
+            return None
+        # The server's words go into errors a run keeps: never with a key in them.
+        message = _redact(failure.message, self._client.api_key)
+        return Failure(failure.error, failure.retryable, message, failure.retry_after)
+
+
+_NO_KEY = (
+    "No OpenAI API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for an OpenAI-compatible "
+    "server; a local one such as Ollama or vLLM takes any non-empty key)"
+)
+
+# What looks like a key, masked or not ("Incorrect API key provided: sk-proj-****abcd").
+_KEYLIKE = re.compile(r"\bsk-[A-Za-z0-9_*.\-]+")
+
+
+def _redact(message: str, api_key: str) -> str:
+    if len(api_key) >= 8:
+        message = message.replace(api_key, "[redacted]")
+    return _KEYLIKE.sub("sk-[redacted]", message)
 
 
 def _stream_error(error: object, response: httpx2.Response) -> openai.APIError:

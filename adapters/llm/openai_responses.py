@@ -86,6 +86,7 @@ class ResponsesTurn:
     """The finished response (`response.completed`) as a `ModelTurn`."""
 
     model: str
+    seed: str = ""  # `openai_wire.call_seed` of the input, for a call without an id
     thought: bool = False
     finished: bool = False
     blocks: tuple[TurnBlock, ...] = ()
@@ -113,7 +114,11 @@ class ResponsesTurn:
             elif kind == "function_call":
                 blocks.append(
                     ToolUseBlock(
-                        str(item.get("call_id") or item.get("id") or f"call_{len(blocks)}"),
+                        str(
+                            item.get("call_id")
+                            or item.get("id")
+                            or f"call_{self.seed}_{len(blocks)}"
+                        ),
                         str(item.get("name") or ""),
                         parse_arguments(str(item.get("arguments") or "")),
                     )

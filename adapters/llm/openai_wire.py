@@ -13,6 +13,7 @@ never sent. Search results a tool showed go as text, each with its URL and title
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, assert_never
@@ -92,10 +93,10 @@ def _messages(message: Message) -> list[JSONObject]:
             for b in message.content
             if isinstance(b, ToolUseBlock)
         ]
-        out: JSONObject = {"role": "assistant", "content": text or None}
-        if calls:
-            out["tool_calls"] = calls
-        return [out]
+        if not calls:
+            # The API wants content on an assistant message without tool calls.
+            return [{"role": "assistant", "content": text}]
+        return [{"role": "assistant", "content": text or None, "tool_calls": calls}]
     results: list[JSONObject] = []
     texts: list[str] = []
     for block in message.content:
@@ -137,9 +138,13 @@ class _Call:
 
 @dataclass
 class TurnBuilder:
-    """Folds streamed Chat Completions chunks (as plain dicts) into a `ModelTurn`."""
+    """Folds streamed Chat Completions chunks (as plain dicts) into a `ModelTurn`.
+
+    `seed` stands for the context the turn answers (`call_seed`): a server that sends a
+    tool call without an id gets one made of it, unique in the session."""
 
     model: str
+    seed: str = ""
     text: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
     calls: dict[int, _Call] = field(default_factory=dict)
@@ -147,7 +152,14 @@ class TurnBuilder:
     usage: Usage | None = None
 
     def add_call_delta(self, delta: JSONObject) -> None:
-        call = self.calls.setdefault(int(delta.get("index") or 0), _Call())
+        index = delta.get("index")
+        if not isinstance(index, int):
+            # Some compatible servers leave the index out: a new id starts a new call,
+            # anything else continues the last one.
+            last = max(self.calls, default=-1)
+            known, given = self.calls[last].id if last >= 0 else "", delta.get("id")
+            index = last + 1 if last < 0 or (given and known and given != known) else last
+        call = self.calls.setdefault(index, _Call())
         call.id = call.id or str(delta.get("id") or "")
         function = delta.get("function") or {}
         call.name = call.name or str(function.get("name") or "")
@@ -172,12 +184,24 @@ class TurnBuilder:
             blocks.append(TextBlock("".join(self.text)))
         for index, call in sorted(self.calls.items()):
             blocks.append(
-                ToolUseBlock(call.id or f"call_{index}", call.name, parse_arguments(call.arguments))
+                ToolUseBlock(
+                    call.id or f"call_{self.seed}_{index}",
+                    call.name,
+                    parse_arguments(call.arguments),
+                )
             )
         stop = _STOP_REASONS.get(self.finish_reason or "", "end_turn")
         if any(isinstance(b, ToolUseBlock) for b in blocks) and stop == "end_turn":
             stop = "tool_use"
         return ModelTurn(tuple(blocks), stop, self.usage or Usage(), self.model)
+
+
+def call_seed(rendered: object) -> str:
+    """A short digest of a request's rendered input: ids made of it differ from turn to
+    turn of a session (each answers a longer context) and stay the same for the same
+    context; letters, digits and `_` only, as every vendor takes them."""
+    text = json.dumps(rendered, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def parse_arguments(arguments: str) -> dict[str, object]:

@@ -33,9 +33,16 @@ from tests.fakes.model_http import (
 
 @dataclass(frozen=True)
 class Call:
+    """A tool call; `arguments` a dict (sent as JSON) or text sent as it is. `id` "":
+    `call_<index>`; None: no id at all, as some compatible servers stream it."""
+
     name: str
-    arguments: dict[str, object]
-    id: str = ""
+    arguments: dict[str, object] | str
+    id: str | None = ""
+
+    @property
+    def arguments_text(self) -> str:
+        return self.arguments if isinstance(self.arguments, str) else json.dumps(self.arguments)
 
 
 @dataclass(frozen=True)
@@ -73,8 +80,15 @@ class _Handler(ModelHandler):
     fake: FakeOpenAI
 
     def answer(self, request: Recorded) -> None:
-        if self.headers.get("authorization") != f"Bearer {self.fake.api_key}":
-            return self._error(Failure(401, "invalid_api_key", "Incorrect API key provided"))
+        given = (self.headers.get("authorization") or "").removeprefix("Bearer ")
+        if given != self.fake.api_key:
+            # As OpenAI words it: the key, masked but for its ends, is in the message.
+            masked = f"{given[:3]}{'*' * max(len(given) - 7, 0)}{given[-4:]}"
+            message = (
+                f"Incorrect API key provided: {masked}. You can find your API key at "
+                "https://platform.openai.com/account/api-keys."
+            )
+            return self._error(Failure(401, "invalid_api_key", message))
         if request.path == "/v1/models":
             data = [
                 {"id": m, "object": "model", "owned_by": "fake"} for m in self.fake.served_models
@@ -103,7 +117,7 @@ class _Handler(ModelHandler):
         headers = {} if failure.retry_after is None else {"retry-after": str(failure.retry_after)}
         self.send_json(failure.status, body, headers)
 
-    def _usage(self, body: JSONObject, cacheable: str, output: int) -> tuple[int, int]:
+    def _usage(self, body: JSONObject, cacheable: str) -> tuple[int, int]:
         prompt = tokens(json.dumps(body, ensure_ascii=False))
         return prompt, min(self.fake.cached_tokens(cacheable), prompt)
 
@@ -114,7 +128,7 @@ class _Handler(ModelHandler):
             return self.send_sse([frame])
         # What OpenAI caches: the rendered prompt, tools and messages in order.
         cacheable = json.dumps([body.get("tools"), body.get("messages")], ensure_ascii=False)
-        prompt, cached = self._usage(body, cacheable, reply.output_tokens)
+        prompt, cached = self._usage(body, cacheable)
         model = reply.model or f"{body['model']}-2025-04-14"
         head = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1_764_000_000,
                 "model": model, "system_fingerprint": "fp_fake"}  # fmt: skip
@@ -129,10 +143,12 @@ class _Handler(ModelHandler):
         ]
         frames += [chunk({"content": p}) for p in split_text(reply.text, reply.pieces)]
         for index, call in enumerate(reply.calls):
-            arguments = json.dumps(call.arguments)
+            arguments = call.arguments_text
             first, rest = arguments[: len(arguments) // 2], arguments[len(arguments) // 2 :]
-            opening = {"index": index, "id": call.id or f"call_{index}", "type": "function",
-                       "function": {"name": call.name, "arguments": first}}  # fmt: skip
+            opening: JSONObject = {"index": index, "type": "function",
+                                   "function": {"name": call.name, "arguments": first}}  # fmt: skip
+            if call.id is not None:
+                opening["id"] = call.id or f"call_{index}"
             frames.append(chunk({"tool_calls": [opening]}))
             frames.append(
                 chunk({"tool_calls": [{"index": index, "function": {"arguments": rest}}]})
@@ -156,7 +172,7 @@ class _Handler(ModelHandler):
         cacheable = json.dumps(
             [body.get("instructions"), body.get("tools"), body.get("input")], ensure_ascii=False
         )
-        prompt, cached = self._usage(body, cacheable, reply.output_tokens)
+        prompt, cached = self._usage(body, cacheable)
         model = reply.model or f"{body['model']}-2025-04-14"
         frames: list[bytes] = []
         n = 0
@@ -182,8 +198,8 @@ class _Handler(ModelHandler):
                                                      "annotations": []}]})  # fmt: skip
         for index, call in enumerate(reply.calls):
             output.append({"type": "function_call", "id": f"fc_{index}", "call_id": call.id or
-                           f"call_{index}", "name": call.name, "arguments": json.dumps(
-                               call.arguments), "status": "completed"})  # fmt: skip
+                           f"call_{index}", "name": call.name, "arguments": call.arguments_text,
+                           "status": "completed"})  # fmt: skip
         usage = {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": cached},
                  "output_tokens": reply.output_tokens, "output_tokens_details":
                  {"reasoning_tokens": 0}, "total_tokens": prompt + reply.output_tokens}  # fmt: skip

@@ -10,6 +10,7 @@ import openai
 import pytest
 
 from adapters.llm.openai import OpenAILLM
+from adapters.llm.openai_wire import TurnBuilder, to_chat
 from adapters.llm.retries import ModelRequestsForbidden
 from application.ports import (
     LLMBadRequest,
@@ -18,11 +19,13 @@ from application.ports import (
     LLMNotConfigured,
     LLMOverloaded,
     LLMRateLimited,
+    LLMRefused,
 )
 from domain.conversation import (
     Message,
     ModelRequest,
     ModelTurn,
+    SearchResultBlock,
     StreamItem,
     TextBlock,
     TextDelta,
@@ -130,6 +133,9 @@ async def test_each_request_begins_with_the_previous_one_byte_for_byte(fake: Fak
         content = (ThinkingBlock("hmm", "sig-anthropic"), *turn.content)
         history = (*history, Message("assistant", content),
                    Message("user", (ToolResultBlock(use.id, f"result {step}"),)))  # fmt: skip
+    for turn, body in zip(turns, fake.bodies, strict=True):
+        prompt = len(json.dumps(body, ensure_ascii=False)) // 4  # what the fake counts
+        assert turn.usage.input_tokens + turn.usage.cache_read_tokens == prompt
     raws = [json.loads(r.raw) for r in fake.requests]
     for before, after in itertools.pairwise(raws):
         n = len(before["messages"])
@@ -159,11 +165,15 @@ async def test_rate_limits_are_retried_after_the_wait_the_server_asks(fake: Fake
     assert isinstance(turn, ModelTurn) and turn.text == "ok" and sleeps.delays == [3.0]
 
 
-async def test_an_overloaded_server_fails_as_overloaded_after_the_retries(fake: FakeOpenAI) -> None:
-    fake.default = Failure(529, "overloaded", "Overloaded")
-    with pytest.raises(LLMOverloaded, match="529") as caught:
-        await items_of(llm_on(fake), ask())
-    assert caught.value.retryable and len(fake.requests) == 5
+@pytest.mark.parametrize("status", [529, 503])
+async def test_an_overloaded_server_fails_as_overloaded_after_the_retries(
+    fake: FakeOpenAI, status: int
+) -> None:
+    fake.default = Failure(status, "overloaded", "Overloaded")
+    sleeps = Sleeps()
+    with pytest.raises(LLMOverloaded, match=str(status)) as caught:
+        await items_of(llm_on(fake, sleeps=sleeps), ask())
+    assert caught.value.retryable and len(fake.requests) == 5 and len(sleeps.delays) == 4
 
 
 @pytest.mark.parametrize(
@@ -178,6 +188,11 @@ async def test_an_overloaded_server_fails_as_overloaded_after_the_retries(fake: 
             ),
             LLMContextTooLong,
             "maximum context length",
+        ),
+        (
+            Failure(400, "content_policy_violation", "Your request was rejected"),
+            LLMRefused,
+            "rejected",
         ),
         (Failure(400, "invalid_value", "bad value"), LLMBadRequest, "bad value"),
     ],
@@ -261,3 +276,109 @@ def test_without_a_key_the_adapter_says_which_to_set(monkeypatch: pytest.MonkeyP
 
 def test_a_rate_limited_error_class_is_what_a_429_becomes() -> None:
     assert LLMRateLimited.code == "LLM_RATE_LIMITED"
+
+
+async def test_a_wrong_key_is_not_configured_and_never_named(fake: FakeOpenAI) -> None:
+    secret = "sk-proj-secretvalue-9876"
+    client = openai.AsyncOpenAI(api_key=secret, base_url=fake.base_url)
+    with pytest.raises(LLMNotConfigured, match="Incorrect API key") as caught:
+        await items_of(OpenAILLM(client, model="gpt-4.1", max_tokens=8), ask())
+    said = str(caught.value)
+    assert "9876" not in said and "secretvalue" not in said and "sk-proj" not in said
+
+
+async def test_search_results_reach_the_model_as_text_with_url_and_title(
+    fake: FakeOpenAI,
+) -> None:
+    fake.plan(Reply(text="Cited."))
+    pages = (
+        SearchResultBlock("https://a.example/x", "Page A", "Alpha text"),
+        SearchResultBlock("https://b.example/y", "Page B", ""),
+    )
+    history = (
+        Message("user", (TextBlock("Find it"),)),
+        Message("assistant", (ToolUseBlock("call_s", "search", {"query": "q"}),)),
+        Message("user", (ToolResultBlock("call_s", "", results=pages), TextBlock("Go on"))),
+    )
+    await items_of(llm_on(fake), ask(*history))
+    assert fake.bodies[0]["messages"][3:] == [
+        {
+            "role": "tool",
+            "tool_call_id": "call_s",
+            "content": "[source] Page A\nhttps://a.example/x\nAlpha text\n\n"
+            "[source] Page B\nhttps://b.example/y\nhttps://b.example/y",
+        },
+        {"role": "user", "content": "Go on"},
+    ]
+
+
+async def test_arguments_that_are_not_json_are_kept_raw_for_the_engine_to_refuse(
+    fake: FakeOpenAI,
+) -> None:
+    fake.plan(Reply(calls=(Call("search", '{"query": "unterminated', "call_r"),)))
+    turn = (await items_of(llm_on(fake), ask()))[-1]
+    assert isinstance(turn, ModelTurn) and turn.stop_reason == "tool_use"
+    assert turn.tool_uses == (
+        ToolUseBlock("call_r", "search", {"_raw": '{"query": "unterminated'}),
+    )
+
+
+async def test_calls_streamed_without_ids_get_ids_unique_in_the_session(fake: FakeOpenAI) -> None:
+    calls = (Call("search", {"query": "a"}, None), Call("search", {"query": "b"}, None))
+    fake.default = Reply(calls=calls)
+    llm = llm_on(fake)
+    first = (await items_of(llm, ask()))[-1]
+    again = (await items_of(llm, ask()))[-1]  # the same context: the same ids
+    assert isinstance(first, ModelTurn) and isinstance(again, ModelTurn)
+    results = tuple(ToolResultBlock(u.id, "r") for u in first.tool_uses)
+    history = (Message("user", (TextBlock("Hi"),)), Message("assistant", first.content),
+               Message("user", results))  # fmt: skip
+    later = (await items_of(llm, ask(*history)))[-1]
+    assert isinstance(later, ModelTurn)
+    ids = [u.id for u in first.tool_uses]
+    assert ids == [u.id for u in again.tool_uses] and len(set(ids)) == 2
+    assert not set(ids) & {u.id for u in later.tool_uses}
+    assert all(i.replace("_", "").isalnum() for i in ids)
+
+
+def test_tool_call_deltas_without_an_index_are_told_apart_by_their_ids() -> None:
+    turn = TurnBuilder(model="llama3.1")
+    for delta in (
+        {"id": "c1", "function": {"name": "search", "arguments": '{"query":'}},
+        {"function": {"arguments": '"a"}'}},
+        {"id": "c2", "function": {"name": "search", "arguments": '{"query":"b"}'}},
+    ):
+        turn.add_call_delta(delta)
+    turn.finish_reason = "stop"  # some servers say stop after tool calls
+    built = turn.turn()
+    assert built.stop_reason == "tool_use"
+    assert built.tool_uses == (
+        ToolUseBlock("c1", "search", {"query": "a"}),
+        ToolUseBlock("c2", "search", {"query": "b"}),
+    )
+
+
+def test_an_assistant_turn_with_nothing_to_send_still_has_content() -> None:
+    request = ModelRequest("", (), (Message("user", (TextBlock("Hi"),)),
+                                    Message("assistant", (ThinkingBlock("hm", "sig"),)),
+                                    Message("user", (TextBlock("And?"),))))  # fmt: skip
+    assert to_chat(request, model="gpt-4.1", max_tokens=8)["messages"] == [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": ""},
+        {"role": "user", "content": "And?"},
+    ]
+
+
+async def test_from_env_finds_the_key_base_url_and_api(
+    fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", fake.api_key)
+    monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+    fake.plan(Reply(text="From the environment."))
+    llm = OpenAILLM.from_env(model="gpt-4.1", max_tokens=8, api="responses")
+    try:
+        turn = (await items_of(llm, ask()))[-1]
+    finally:
+        await llm.aclose()
+    assert isinstance(turn, ModelTurn) and turn.text == "From the environment."
+    assert [r.path for r in fake.requests] == ["/v1/responses"]
