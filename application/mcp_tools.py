@@ -78,6 +78,10 @@ class McpClient(Protocol):
         server that died during the call."""
         ...
 
+    async def aclose(self) -> None:
+        """Close every connection (the process is stopping; its runs have ended)."""
+        ...
+
 
 class McpArgs(msgspec.Struct):
     """A call's arguments as the model sent them (checked against the server's schema)."""

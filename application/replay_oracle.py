@@ -113,6 +113,9 @@ class ReplayMcp:
     async def call(self, workspace_id: UUID, tool: McpToolSpec, args: dict[str, Any]) -> str:
         raise ToolExecutionError("a replay calls no MCP server")
 
+    async def aclose(self) -> None:
+        """Nothing to close: a replay connects to no server."""
+
 
 class ReplayClock:
     """The runner's clock in a replay. The only decision it takes on the time is whether

@@ -142,6 +142,8 @@ class RunScheduler:
         if self.runner.memory is not None:  # what finished runs learned, briefly
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.runner.memory.settled(), KEEP_GRACE)
+        if self.runner.mcp is not None:  # the MCP servers it started stop with it
+            await self.runner.mcp.aclose()
         if self.locks is not None:
             await self.locks.close()
 

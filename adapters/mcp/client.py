@@ -2,9 +2,10 @@
 
 One live connection per (workspace, server), opened when first needed and kept for
 later runs: a stdio server is a child process (its environment is its registered env
-plus PATH, HOME and LANG, never the engine's secrets), an http server is a Streamable
-HTTP session with its headers. The SDK's contexts must be entered and left by one task,
-so each connection lives in a task of its own that holds them open until closed.
+plus PATH, HOME, LANG and the few names the SDK always passes, LOGNAME, SHELL, TERM and
+USER; never the engine's secrets), an http server is a Streamable HTTP session with its
+headers. The SDK's contexts must be entered and left by one task, so each connection
+lives in a task of its own that holds them open until closed.
 A server that died is started again for the next call; a call it was in the middle of
 fails with the reason, kept in the run like any tool error.
 """
@@ -22,8 +23,9 @@ from typing import Any
 from uuid import UUID
 
 import httpx2
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from application.mcp_tools import McpToolSpec, Toolset, check_tool_schema
 from application.ports import ToolExecutionError
@@ -47,7 +49,7 @@ class McpUnreachable(Exception):
 @dataclass
 class _Connection:
     config: McpServerConfig
-    timeout: float
+    timeout: float  # to start and answer; a call has its own
     client: Client | None = None
     tools: list[Any] = field(default_factory=list)
     error: BaseException | None = None
@@ -75,7 +77,7 @@ class _Connection:
     async def _hold(self) -> None:
         try:
             async with Client(_transport(self.config), read_timeout_seconds=self.timeout) as client:
-                self.tools = list((await client.list_tools()).tools)
+                self.tools = await _all_tools(client)
                 self.client = client
                 self.ready.set()
                 await self.stop.wait()
@@ -86,15 +88,17 @@ class _Connection:
             self.ready.set()
 
     async def answers(self) -> bool:
-        """Whether the server is there: a ping, when the last was not just now (a server
-        that died since is started again before a call is sent to it)."""
+        """Whether the server is there, when it was not asked just now (a server that
+        died since is started again before a call is sent to it). Asked by listing its
+        tools again, which also keeps them current: `ping` is gone from the 2026 protocol.
+        """
         if not self.alive or self.client is None:
             return False
         now = asyncio.get_running_loop().time()
         if now - self.checked < 1.0:
             return True
         try:
-            await asyncio.wait_for(self.client.send_ping(), min(self.timeout, 5.0))
+            self.tools = await asyncio.wait_for(_all_tools(self.client), min(self.timeout, 5.0))
         except Exception:
             return False
         self.checked = now
@@ -107,6 +111,19 @@ class _Connection:
                 await asyncio.wait_for(asyncio.shield(self.task), 5)
             except (TimeoutError, asyncio.CancelledError, Exception):
                 self.task.cancel()
+
+
+async def _all_tools(client: Client) -> list[Any]:
+    """Every page of the server's tools, from the server (not the client's cache)."""
+    tools: list[Any] = []
+    cursor: str | None = None
+    for _ in range(100):
+        page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tools
 
 
 def _transport(config: McpServerConfig) -> Any:
@@ -171,9 +188,12 @@ async def probe(config: McpServerConfig, timeout: float = 10.0) -> tuple[McpTool
 class McpConnections:
     """The MCP servers of workspaces, connected as needed (`McpClient`)."""
 
-    def __init__(self, servers_of: ServersOf, *, timeout: float = 60.0) -> None:
+    def __init__(
+        self, servers_of: ServersOf, *, timeout: float = 60.0, start_timeout: float = 30.0
+    ) -> None:
         self._servers_of = servers_of
-        self._timeout = timeout
+        self._timeout = timeout  # a call's
+        self._start_timeout = start_timeout  # to start, initialize and list the tools
         self._open: dict[tuple[UUID, str], _Connection] = {}
         self._lock = asyncio.Lock()
 
@@ -205,17 +225,25 @@ class McpConnections:
                 client.call_tool(tool.tool, args, read_timeout_seconds=self._timeout),
                 self._timeout + 1,
             )
-        except TimeoutError:
-            raise ToolExecutionError(
-                f"MCP server {tool.server}: {tool.tool} timed out after {self._timeout:g}s"
-            ) from None
         except Exception as e:
-            gone = "" if connection.alive else " (the server exited during the call)"
-            raise ToolExecutionError(f"MCP server {tool.server}: {_why(e)}{gone}") from None
+            raise self._failure(tool, e, connection) from None
         text = _text_of(result.content, result.structured_content)
         if result.is_error:
             raise ToolExecutionError(f"MCP server {tool.server}: {text or 'the tool failed'}")
         return text
+
+    def _failure(
+        self, tool: McpToolSpec, error: Exception, connection: _Connection
+    ) -> ToolExecutionError:
+        """What the model reads of a call that got no answer."""
+        code = error.code if isinstance(error, MCPError) else None
+        if isinstance(error, TimeoutError) or code == REQUEST_TIMEOUT:
+            why = f"{tool.tool} timed out after {self._timeout:g}s"
+        elif code == CONNECTION_CLOSED or not connection.alive:
+            why = f"the server exited during the call of {tool.tool} (started again next call)"
+        else:
+            why = _why(error)
+        return ToolExecutionError(f"MCP server {tool.server}: {why}")
 
     async def aclose(self) -> None:
         for connection in list(self._open.values()):
@@ -234,7 +262,7 @@ class McpConnections:
                 return connection
             if connection is not None:  # died, or registered anew: start it again
                 await connection.close()
-            connection = _Connection(config, self._timeout)
+            connection = _Connection(config, self._start_timeout)
             self._open[key] = connection
         await connection.open()
         return connection

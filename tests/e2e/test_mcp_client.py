@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Iterator
 
+import httpx
 import psutil
 import pytest
 
@@ -32,6 +33,13 @@ def stdio_server(tag: str, **extra: object) -> dict[str, object]:
     command = ["python", "-m", "tests.fakes.mcp_calc", "--tag", tag]
     return {"name": "calc", "transport": "stdio", "command": command,
             "env": {"CALC_TOKEN": SECRET}, **extra}  # fmt: skip
+
+
+def api_key(http: httpx.Client, workspace: object, role: str) -> str:
+    made = http.post("/api/v1/api-keys/", json={"name": role, "role": role,
+                                               "workspace_id": workspace})  # fmt: skip
+    assert made.status_code == 201, made.text
+    return str(made.json()["key"])
 
 
 def calc_processes(tag: str) -> list[psutil.Process]:
@@ -60,18 +68,16 @@ def http_calc() -> Iterator[str]:
     port = int(process.stdout.readline().split()[-1])
     url = f"http://127.0.0.1:{port}/mcp"
     try:
-        import httpx
-
-        wait_until(lambda: _answers(httpx, url), timeout=20)
+        wait_until(lambda: _answers(url), timeout=20)
         yield url
     finally:
         process.kill()
         process.wait()
 
 
-def _answers(httpx: object, url: str) -> bool:
+def _answers(url: str) -> bool:
     try:
-        httpx.get(url, timeout=1)  # type: ignore[attr-defined]
+        httpx.get(url, timeout=1)
     except Exception:
         return False
     return True
@@ -123,7 +129,9 @@ def test_a_stdio_server_s_tools_run_in_the_agent_and_a_killed_one_is_a_kept_fail
     by_call = results(log)
     assert by_call["toolu_add"]["status"] == "success" and by_call["toolu_add"]["summary"] == "5"
     assert by_call["toolu_slow"]["status"] == "error"
-    assert "MCP server calc" in str(by_call["toolu_slow"]["error"])
+    assert "MCP server calc: the server exited during the call" in str(
+        by_call["toolu_slow"]["error"]
+    )
     assert SECRET not in str(log)
     notices = [e.data for e in read.of("notice") if e.data["kind"] == "mcp_tools"]
     assert notices and "calc__add" in notices[0]["message"]
@@ -176,9 +184,21 @@ def test_an_http_server_marked_risky_waits_for_approval_and_bad_registrations_ar
     assert not_mcp.json()["error_code"] == "MCP_SERVER_UNREACHABLE"
     bad_name = http.post(servers, json={"name": "Bad__Name", "transport": "http", "url": http_calc})
     assert bad_name.status_code == 400 and bad_name.json()["error_code"] == "MCP_SERVER_INVALID"
+    bad_schema = {**stdio_server("bad"), "name": "bad"}
+    bad_schema["command"] = [*bad_schema["command"], "--bad-schema"]  # type: ignore[list-item]
+    refused = http.post(servers, json=bad_schema)
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error_code"] == "MCP_BAD_TOOL_SCHEMA" and "'add'" in refused.text
+    assert SECRET not in refused.text
     assert [s["name"] for s in http.get(servers).json()] == ["calc"]
 
-    # A stranger's workspace does not exist for them.
+    # Only the workspace's admins change its servers; a stranger does not see it at all.
+    for role in ("member", "viewer"):
+        key = {"Authorization": f"Bearer {api_key(http, workspace, role)}"}
+        assert http.post(servers, json=stdio_server("x"), headers=key).status_code == 403
+        assert http.delete(f"{servers}/calc", headers=key).status_code == 403
+        seen = http.get(servers, headers=key)
+        assert seen.status_code == 200 and SECRET not in seen.text
     _, stranger = user(server.client(), "stranger@example.org")
     assert stranger.get(servers).status_code == 404
     assert stranger.post(servers, json=stdio_server("x")).status_code == 404
@@ -208,3 +228,6 @@ def test_an_http_server_marked_risky_waits_for_approval_and_bad_registrations_ar
     assert rejected.status_code == 200, rejected.text
     wait_until(lambda: http.get(f"/api/v1/sessions/{sid}").json()["status"] == "completed",
                timeout=60)  # fmt: skip
+    assert http.delete(f"{servers}/calc").status_code == 204
+    assert http.get(servers).json() == []
+    assert http.delete(f"{servers}/calc").status_code == 404

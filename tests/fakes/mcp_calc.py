@@ -1,6 +1,7 @@
 """A small MCP server built with the official SDK, for the MCP client's tests: `add`,
-`slow` (sleeps, to be killed mid-call) and `fail` (a tool error). Over stdio by default,
-or Streamable HTTP on 127.0.0.1 with `--http PORT` (path `/mcp`).
+`slow` (sleeps, to be killed mid-call), `fail` (a tool error) and `whoami` (its pid and
+environment). Over stdio by default, or Streamable HTTP on 127.0.0.1 with `--http PORT`
+(path `/mcp`); `--bad-schema` gives `add` an inputSchema that is not JSON Schema.
 
     python -m tests.fakes.mcp_calc            # stdio
     python -m tests.fakes.mcp_calc --http 0   # prints `listening on PORT`
@@ -40,15 +41,22 @@ def fail(reason: str) -> str:
 
 @server.tool()
 def whoami() -> str:
-    """The server's process id and the CALC_TOKEN it was started with (its env)."""
-    return f"pid={os.getpid()} token={os.environ.get('CALC_TOKEN', '')}"
+    """The server's process id, the CALC_TOKEN it was started with, its env's names."""
+    names = ",".join(sorted(os.environ))
+    return f"pid={os.getpid()} token={os.environ.get('CALC_TOKEN', '')} env={names}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, default=None)
     parser.add_argument("--tag", default="")  # tells one test's server process from another
-    port = parser.parse_args().http
+    parser.add_argument("--bad-schema", action="store_true")
+    options = parser.parse_args()
+    if options.bad_schema:
+        tool = server._tool_manager.get_tool("add")
+        assert tool is not None
+        tool.parameters = {"type": "object", "properties": {"a": {"type": 42}}}
+    port = options.http
     if port is None:
         server.run()
         return
