@@ -57,7 +57,7 @@ from adapters.http.usage import Billing, UsageController
 from adapters.http.web_app import web_routes
 from adapters.http.workspace_files import FileListing, workspace_files_router
 from adapters.http.ws import push_socket
-from adapters.mcp.mount import mcp_endpoint
+from adapters.mcp.server_mount import mcp_endpoint
 from adapters.nats.session_feed import SessionFeed
 from adapters.nats.signing_peers import keep_answering
 from adapters.postgres.api_key_uses import FLUSH_EVERY, ApiKeyUses

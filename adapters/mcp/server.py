@@ -1,238 +1,258 @@
-"""TokenDance as an MCP server (Streamable HTTP at `/mcp`), on the official `mcp` SDK.
+"""TokenDance as an MCP server (Streamable HTTP at `/mcp`), on the official `mcp` SDK's
+low-level `Server`.
 
-Claude Desktop, an IDE or another agent delegates work to TokenDance with it: start a
-session, send a message and get the final answer (progress as MCP progress
-notifications while the run goes), read a session's working memory and artifacts,
-search long-term memory, and run one of the agent's own tools in a session. Each call
-acts as the caller of the HTTP request (a bearer access token or an API key, checked
-by the API's authentication before the MCP layer sees the request) with the same role
-checks as the REST routes, through the same application services.
+Claude Desktop, an IDE or another agent delegates work with it: `start_session`,
+`send_message` (the run to its end, progress as notifications), `get_working_memory`,
+`list_artifacts`, `search_memories`, the agent's own tools as `agent__<name>`, and a
+session's artifacts as resources. Every call acts as the caller the API authenticated
+(a bearer access token or an API key: the app's authentication runs before the MCP
+layer sees a request, `server_mount.py`) through the services and checks of the REST
+routes. A failure a caller can cause is a tool result with `isError` and the API's
+error body (`{detail, error_code, timestamp}`); nothing else of it leaves the server.
 """
 
 from __future__ import annotations
 
-import asyncio
+import itertools
+import logging
+import re
 from collections.abc import Awaitable, Callable
-from typing import Any
-from uuid import UUID
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib.metadata import version
+from typing import Any, Generic, TypeVar
 
 import msgspec
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+import psycopg
+from eventsourcing.persistence import InterfaceError, OperationalError
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    CallToolRequestParams,
+    CallToolResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    ReadResourceRequestParams,
+    ReadResourceResult,
+    TextContent,
+    Tool,
+    ToolAnnotations,
+)
+from starlette.requests import HTTPConnection
 
-from adapters.http.artifacts import artifact_page
-from adapters.http.chat import memory_out
 from adapters.http.deps import Api
+from adapters.http.errors import ApiError, named
+from adapters.mcp import server_resources as resources
+from adapters.mcp.server_agent_tools import PREFIX, agent_tools, run_agent_tool
+from adapters.mcp.server_bodies import (
+    RunOut,
+    SearchMemoriesIn,
+    SendMessageIn,
+    SessionIn,
+    SessionStartedOut,
+    StartSessionIn,
+    output_schema,
+)
+from adapters.mcp.server_call import Answer, Call
+from adapters.mcp.server_run import Unavailable, send_message
+from adapters.mcp.server_tools import (
+    get_working_memory,
+    list_artifacts,
+    search_memories,
+    start_session,
+)
 from application.tokens import Principal
+from application.tools.base import input_schema
 from domain.errors import DomainError
-from domain.session import AgentSession as S
-from domain.working_memory import fold_all
-from domain.working_memory_render import render
-from projections.artifacts import ArtifactsView
-from projections.working_memory import WorkingMemoryView
+from schemas.api import Error, WorkingMemoryOut
+from schemas.artifacts import ArtifactPage
+from schemas.memories import MemoryHits
 
-ApiOf = Callable[[], Api]
-RUN_ENDS = (S.RunCompleted, S.RunFailed, S.RunStopped)
+B = TypeVar("B", bound=msgspec.Struct)
+T = TypeVar("T")
+Context = ServerRequestContext[Any, Any]
+log = logging.getLogger(__name__)
+INSTRUCTIONS = (
+    "TokenDance runs an autonomous research agent: it searches and reads the web with "
+    "citations, writes reports and slide decks, runs code in a sandbox and keeps long-term "
+    "memory. Give it a task with send_message (it answers when the run ends; sessions keep "
+    "their history), then read what it made with list_artifacts and the artifact resources."
+)
+_AT = re.compile(r"^(.*) - at `\$\.?(.*)`$")
+_FIELD = re.compile(r"^Object (missing required|contains unknown) field `(.+)`$")
+_UNAVAILABLE = (OperationalError, InterfaceError, psycopg.OperationalError)
 
 
-def mcp_server(api_of: ApiOf) -> MCPServer:
-    """The MCP server over the app's services (`api_of` gives them once the app runs)."""
-    server = MCPServer(
-        "tokendance",
-        instructions=(
-            "TokenDance runs an autonomous research agent with citations, slide decks, "
-            "sandboxed code and long-term memory. Use send_message to give it a task and "
-            "get its final answer; sessions keep their history."
-        ),
-    )
+@dataclass(frozen=True)
+class NamedTool(Generic[B]):
+    """One of TokenDance's own MCP tools: its input Struct validates the arguments."""
 
-    async def caller(ctx: Context) -> tuple[Api, Principal]:
-        api = api_of()
-        headers = ctx.headers or {}
-        scheme, _, token = headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise ToolError("UNAUTHORIZED: a bearer access token or API key is required")
+    name: str
+    description: str
+    body: type[B]
+    output: type[msgspec.Struct]
+    run: Callable[[Call, B], Awaitable[Answer]]
+    read_only: bool = True
+    open_world: bool = False  # it reaches beyond TokenDance (the agent's web searches)
+
+    def definition(self) -> Tool:
+        return Tool(
+            name=self.name, description=self.description, input_schema=input_schema(self.body),
+            output_schema=output_schema(self.output),
+            annotations=ToolAnnotations(
+                read_only_hint=self.read_only, open_world_hint=self.open_world
+            ),
+        )  # fmt: skip
+
+    async def __call__(self, call: Call, arguments: dict[str, object]) -> Answer:
+        return await self.run(call, msgspec.convert(arguments, self.body))
+
+
+TOOLS: tuple[NamedTool[Any], ...] = (
+    NamedTool(
+        "start_session", "Start a session (in your first workspace unless `workspace_id` "
+        "says which); its id.", StartSessionIn, SessionStartedOut, start_session, read_only=False,
+    ),
+    NamedTool(
+        "send_message", "Give the agent a task or a question (in a new session unless "
+        "`session_id` names one) and wait for its run to end: the final answer with its "
+        "sources, the artifacts it made and the session id. Progress comes as notifications. "
+        "A run that needs a human's approval returns at once with the action to approve.",
+        SendMessageIn, RunOut, send_message, read_only=False, open_world=True,
+    ),
+    NamedTool(
+        "get_working_memory", "A session's working memory: its task plan, findings (with "
+        "their sources) and progress notes.", SessionIn, WorkingMemoryOut, get_working_memory,
+    ),
+    NamedTool(
+        "list_artifacts", "A session's artifacts (reports, decks, files), each with the "
+        "resource URI that reads it.", SessionIn, ArtifactPage, list_artifacts,
+    ),
+    NamedTool(
+        "search_memories", "Long-term memories you may read, best first, by meaning and "
+        "keywords.", SearchMemoriesIn, MemoryHits, search_memories,
+    ),
+)  # fmt: skip
+
+
+def mcp_server(api: Api) -> Server[Any]:
+    """The MCP server over the app's services."""
+    named = {t.name: t for t in TOOLS}
+    agents = agent_tools(api.tools)
+    listed = ListToolsResult(tools=[t.definition() for t in TOOLS] + agents)
+    schemas = {t.name: t.input_schema for t in listed.tools}
+
+    async def list_tools(ctx: Context, params: PaginatedRequestParams | None) -> ListToolsResult:
+        return listed
+
+    async def call_tool(ctx: Context, params: CallToolRequestParams) -> CallToolResult:
+        if params.name not in schemas:
+            raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}")
+        call = _call(api, ctx)
+        arguments = params.arguments or {}
         try:
-            return api, await api.access.authenticate(token.strip())
+            if (tool := named.get(params.name)) is not None:
+                answer = await tool(call, arguments)
+            else:
+                agent = api.tools.get(params.name.removeprefix(PREFIX))
+                answer = await run_agent_tool(call, agent, arguments)
         except Exception as e:
-            raise ToolError(f"UNAUTHORIZED: {e}") from None
+            return _tool_error(*_translated(e))
+        return CallToolResult(
+            content=[TextContent(type="text", text=answer.text)],
+            structured_content=msgspec.to_builtins(answer.data),
+            is_error=answer.is_error,
+        )
 
-    async def guarded(work: Awaitable[Any]) -> Any:
-        try:
-            return await work
-        except DomainError as e:
-            raise ToolError(f"{e.code}: {e}") from None
-        except ValueError as e:
-            raise ToolError(f"VALIDATION_ERROR: {e}") from None
+    async def list_resources(
+        ctx: Context, params: PaginatedRequestParams | None
+    ) -> ListResourcesResult:
+        cursor = None if params is None else params.cursor
+        return await _or_mcp_error(resources.list_resources(_call(api, ctx), cursor))
 
-    @server.tool()
-    async def start_session(
-        ctx: Context, title: str = "New session", workspace_id: str | None = None
-    ) -> dict[str, str]:
-        """Start a session in a workspace (default: the caller's first); its id."""
-        api, user = await caller(ctx)
-        sid = await guarded(_start(api, user, title, workspace_id))
-        return {"session_id": str(sid)}
+    async def list_templates(
+        ctx: Context, params: PaginatedRequestParams | None
+    ) -> ListResourceTemplatesResult:
+        return resources.TEMPLATES
 
-    @server.tool()
-    async def send_message(
-        ctx: Context, message: str, session_id: str | None = None,
-        workspace_id: str | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
-        """Give the agent a message (a new session when no session_id) and wait for the
-        run to end: the final answer, the session id and how the run ended. A run that
-        waits for a human's approval returns at once with the action to approve."""
-        api, user = await caller(ctx)
-        return await guarded(_send(api, user, ctx, message, session_id, workspace_id))  # type: ignore[no-any-return]
+    async def read_resource(ctx: Context, params: ReadResourceRequestParams) -> ReadResourceResult:
+        return await _or_mcp_error(resources.read_resource(_call(api, ctx), params.uri))
 
-    @server.tool()
-    async def get_working_memory(ctx: Context, session_id: str) -> dict[str, Any]:
-        """The session's task plan, findings and progress notes."""
-        api, user = await caller(ctx)
-
-        async def read() -> dict[str, Any]:
-            sid = UUID(session_id)
-            await api.access.session_workspace(user, sid)
-            fresh = await api.views.waiter.caught_up(WorkingMemoryView.name)
-            memory = await api.bridge(api.views.memory.get, sid) if fresh else None
-            if memory is None:
-                events = await api.bridge(lambda: list(api.sessions.session_events(sid)))
-                memory = render(fold_all(events))
-            return msgspec.to_builtins(memory_out(sid, memory))  # type: ignore[no-any-return]
-
-        return await guarded(read())  # type: ignore[no-any-return]
-
-    @server.tool()
-    async def list_artifacts(ctx: Context, session_id: str) -> dict[str, Any]:
-        """The session's artifacts (reports, decks, files), each with its download URL."""
-        api, user = await caller(ctx)
-
-        async def read() -> dict[str, Any]:
-            sid = UUID(session_id)
-            scope = [await api.access.session_workspace(user, sid)]
-            page = await artifact_page(api, scope, sid, None, None, 100)
-            return msgspec.to_builtins(page)  # type: ignore[no-any-return]
-
-        return await guarded(read())  # type: ignore[no-any-return]
-
-    @server.tool()
-    async def search_memories(ctx: Context, query: str, limit: int = 5) -> dict[str, Any]:
-        """Long-term memories the caller may read, best first, by meaning and keywords."""
-        api, user = await caller(ctx)
-
-        async def read() -> dict[str, Any]:
-            namespaces = await api.memory.readable(user, None)
-            hits = await api.memory.memories.search(query[:4000], namespaces, k=max(1, limit))
-            items = [{"id": str(h.memory_id), "text": h.text, "category": h.category,
-                      "score": round(h.score, 4)} for h in hits]  # fmt: skip
-            return {"items": items}
-
-        return await guarded(read())  # type: ignore[no-any-return]
-
-    @server.tool()
-    async def run_agent_tool(
-        ctx: Context, session_id: str, tool: str, args: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
-        """Run one of the agent's own tools in a session the caller may write in, under
-        the session's approval policy (`confirm_required` with an action id to approve).
-        The tools: GET /api/v1/mcp/tools lists them with their schemas."""
-        api, user = await caller(ctx)
-
-        async def run() -> dict[str, Any]:
-            sid = UUID(session_id)
-            await api.access.session_workspace(user, sid, write=True)
-            api.tools.get(tool)
-            outcome = await api.manual.execute(sid, tool, args or {})
-            return {"status": outcome.status, "result": outcome.result,
-                    "error": outcome.error, "action_id": outcome.action_id}  # fmt: skip
-
-        return await guarded(run())  # type: ignore[no-any-return]
-
-    @server.resource(
-        "tokendance://sessions/{session_id}/artifacts/{artifact_id}",
-        name="artifact",
-        description="A report, deck or file a session made (its latest version): text "
-        "artifacts as text, others as bytes. list_artifacts gives each one's ids.",
-    )
-    async def artifact(session_id: str, artifact_id: str, ctx: Context) -> str | bytes:
-        api, user = await caller(ctx)
-
-        async def read() -> str | bytes:
-            await api.access.session_workspace(user, UUID(session_id))
-            await api.views.waiter.caught_up(ArtifactsView.name)
-            row = await api.bridge(api.artifacts.view.get, UUID(artifact_id))
-            if row is None or str(row.session_id) != session_id:
-                raise ValueError(f"no artifact {artifact_id} in session {session_id}")
-            data = await api.blobs.get(row.blob_ref)
-            textual = row.media_type.startswith("text/") or row.media_type.endswith("json")
-            return data.decode(errors="replace") if textual else data
-
-        return await guarded(read())  # type: ignore[no-any-return]
-
-    return server
-
-
-async def _start(api: Api, user: Principal, title: str, workspace_id: str | None) -> UUID:
-    if workspace_id is None:
-        mine = await api.bridge(api.workspaces.workspaces_of, user)
-        if not mine:
-            raise ValueError("the caller has no workspace")
-        workspace = mine[0].workspace_id
-    else:
-        workspace = UUID(workspace_id)
-    info = await api.access.workspace_info(user, workspace, write=True)
-    receipt = await api.bridge(
-        api.sessions.start_session, workspace_id=workspace,
-        organization_id=info.organization_id, team_id=info.team_id, owner_id=user.user_id,
-        title=title[:200] or "New session", settings=info.settings,
+    return Server(
+        "tokendance", version=version("tokendance"), title="TokenDance",
+        instructions=INSTRUCTIONS, get_tool_input_schema=schemas.get,
+        on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
+        on_list_resource_templates=list_templates, on_read_resource=read_resource,
     )  # fmt: skip
-    return receipt.session_id
 
 
-async def _send(
-    api: Api, user: Principal, ctx: Context, message: str, session_id: str | None,
-    workspace_id: str | None,
-) -> dict[str, Any]:  # fmt: skip
-    if session_id is None:
-        sid = await _start(api, user, message[:60], workspace_id)
-    else:
-        sid = UUID(session_id)
-    await api.access.session_workspace(user, sid, write=True)
-    receipt = await api.scheduler.send_message(
-        sid, message, requested_by=user.user_id, api_key_id=user.api_key_id
+def _call(api: Api, ctx: Context) -> Call:
+    """The call's caller: whom the app's authentication found for its HTTP request."""
+    request = ctx.request
+    user = request.scope.get("user") if isinstance(request, HTTPConnection) else None
+    if not isinstance(user, Principal):  # the mount is behind authentication: never
+        raise MCPError(INVALID_REQUEST, "UNAUTHORIZED: a bearer access token is required")
+    steps = itertools.count(1)
+
+    async def progress(words: str) -> None:  # a no-op without the client's progress token
+        await ctx.session.report_progress(next(steps), None, words)
+
+    return Call(api, user, progress)
+
+
+async def _or_mcp_error(work: Awaitable[T]) -> T:
+    """A resource request's result, or the MCP error its failure is."""
+    try:
+        return await work
+    except Exception as e:
+        code, detail = _translated(e)
+        kind = INTERNAL_ERROR if code in ("INTERNAL_ERROR", "UNAVAILABLE") else INVALID_PARAMS
+        raise MCPError(kind, f"{code}: {detail}", {"error_code": code, "detail": detail}) from None
+
+
+def _tool_error(code: str, detail: str) -> CallToolResult:
+    body = Error(detail=detail, error_code=code, timestamp=datetime.now(UTC).isoformat())
+    return CallToolResult(
+        content=[TextContent(type="text", text=f"{code}: {detail}")],
+        structured_content=msgspec.to_builtins(body),
+        is_error=True,
     )
-    start = receipt.version
-    run_id = next(e.run_id for e in receipt.events if isinstance(e, S.RunRequested))
-    seen, step, answer = start, 0, ""
-    while True:
-        events = await api.bridge(_events_after, api, sid, seen)
-        for e in events:
-            seen = e.originator_version
-            if isinstance(e, S.ToolCallRequested):
-                step += 1
-                await ctx.report_progress(step, None, f"tool {e.tool}")
-            elif isinstance(e, S.AssistantTurnRecorded) and e.run_id == run_id:
-                step += 1
-                answer = "".join(str(b.get("text", "")) for b in e.content if b["type"] == "text")
-                await ctx.report_progress(step, None, "the agent wrote a turn")
-            elif isinstance(e, S.ConfirmationRequested):
-                return {"session_id": str(sid), "status": "waiting_confirmation",
-                        "action_id": e.action_id, "tool": e.tool,
-                        "approve": f"POST /api/v1/hitl/{e.action_id}/confirm"}  # fmt: skip
-            elif isinstance(e, RUN_ENDS) and e.run_id == run_id:
-                return _ended(sid, e, answer)
-        await asyncio.sleep(0.2)
 
 
-def _ended(
-    sid: UUID, end: S.RunCompleted | S.RunFailed | S.RunStopped, answer: str
-) -> dict[str, Any]:
-    status = {S.RunCompleted: "completed", S.RunFailed: "failed", S.RunStopped: "stopped"}
-    out: dict[str, Any] = {"session_id": str(sid), "status": status[type(end)], "answer": answer}
-    if isinstance(end, S.RunFailed):
-        out["error_code"], out["error"] = end.error_code, end.reason
-    return out
+def _translated(e: Exception) -> tuple[str, str]:
+    """(error code, detail) of a failure, as the HTTP API words it; anything unexpected
+    is logged here and said no more of."""
+    match e:
+        case DomainError():
+            return e.code, str(e)
+        case ApiError():
+            return e.code, str(e.detail)
+        case msgspec.ValidationError():
+            return "VALIDATION_ERROR", _invalid(str(e))
+        case Unavailable():
+            return e.code, str(e)
+        case _ if isinstance(e, _UNAVAILABLE):
+            log.warning("database unavailable in an MCP call: %s", e)
+            return "UNAVAILABLE", "the database is unavailable; try again shortly"
+        case _:
+            log.exception("unexpected error in an MCP call", exc_info=e)
+            return "INTERNAL_ERROR", "internal server error"
 
 
-def _events_after(api: Api, sid: UUID, seen: int) -> list[Any]:
-    return list(api.sessions.session_events(sid, after=seen))
+def _invalid(problem: str) -> str:
+    """msgspec's words for a bad argument, as the REST API's: "`message`: required"."""
+    field = ""
+    if at := _AT.match(problem):
+        problem, field = at.group(1), at.group(2)
+    if missing := _FIELD.match(problem):
+        where = f"{field}.{missing.group(2)}" if field else missing.group(2)
+        return named(
+            where, "required" if missing.group(1).startswith("missing") else "unknown field"
+        )
+    return named(field, problem) if field else f"the arguments: {problem}"
