@@ -64,6 +64,7 @@ from adapters.postgres.api_key_uses import FLUSH_EVERY, ApiKeyUses
 from adapters.postgres.limit_counters import PostgresCounters
 from adapters.postgres.login_failures import PostgresLoginFailures
 from adapters.postgres.schema_lock import schema_lock
+from adapters.postgres.store_tail import StoreTail
 from adapters.services import Services
 from adapters.settings import WEB_DIST
 from adapters.system import Engine
@@ -146,7 +147,11 @@ def create_app(
     assert isinstance(factory, PostgresFactory)
     idempotency = IdempotencyStore(factory.datastore)
     key_uses = ApiKeyUses(factory.datastore)
-    feed = _session_feed(container, services)
+    recorder = container.recorder
+    tail = StoreTail(
+        container.database_url, table=recorder.events_table_name, channel=recorder.channel_name
+    )  # streams hear of commits that NATS does not bring them
+    feed = _session_feed(container, services, tail)
     api = _api(container, feed, engine, views, access, probes, key_uses)
     mcp_route, mcp_sessions = mcp_endpoint(api)
 
@@ -155,6 +160,7 @@ def create_app(
         await container.bridge(_create_tables, container.database_url, idempotency, key_uses)
         counting = asyncio.create_task(_flush_key_uses(key_uses, container), name="key uses")
         waiter.start()
+        tail.start()
         await services.start(wait_for_nats=False)
         # An API replica beside workers drives no run: the workers' sweep recovers them.
         recovery = (
@@ -178,6 +184,7 @@ def create_app(
                 recovery.cancel()
             await engine.scheduler.close()  # runs stay active in the log; the next start resumes
             await waiter.stop()
+            await tail.stop()
             await services.stop()
 
     app = Litestar(
@@ -234,12 +241,13 @@ def end_streams(app: Litestar) -> None:
     feed.close()
 
 
-def _session_feed(container: Container, services: Services) -> SessionFeed:
+def _session_feed(container: Container, services: Services, tail: StoreTail) -> SessionFeed:
     return SessionFeed(
         sessions=container.sessions,
         bridge=container.bridge,
         connection=lambda: services.nats,
         stream=container.settings.nats_stream,
+        tail=tail,
     )
 
 

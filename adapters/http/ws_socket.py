@@ -3,9 +3,10 @@
 Each followed session has a state (`ws_messages.SessionState`: status, version, title),
 taken from the session itself when subscribed and moved on by each stored event after
 it, in version order: from the process's shared subscription (`PushHub`) while NATS is
-there, from the store when a version is missing, when the inbox overflowed, every
-`POLL_WITHOUT_NATS` seconds while NATS is away, and before each quiet `IDLE` (so a
-lost message still arrives). A version is told once, as on the SSE streams.
+there, from the store when a version is missing, when the inbox overflowed, when the
+store announces a commit NATS has not brought within `GRACE` (at once while NATS is
+away; `StoreTail`), every `POLL_WITHOUT_NATS` seconds while NATS and the tail are
+away, and before each quiet `IDLE`. A version is told once, as on the SSE streams.
 
 Rights are asked again every `RECHECK` seconds the way the SSE streams ask them
 (`stream_guard.permit`): a session the caller may no longer see is dropped with an
@@ -21,7 +22,7 @@ from uuid import UUID
 from adapters.http.deps import Api
 from adapters.http.stream_guard import RECHECK, Allowed, permit
 from adapters.http.ws_messages import SessionState, push_messages
-from adapters.nats.session_feed import Stored
+from adapters.nats.session_feed import CHECK_NATS, Behind, Stored
 from adapters.nats.session_hub import Inbox, Overflowed
 from application.tokens import Principal
 from domain.account_errors import AuthError
@@ -29,8 +30,7 @@ from domain.errors import NotFound
 from domain.events import SessionEvent
 from schemas import ws
 
-POLL_WITHOUT_NATS = 1.0  # seconds between store reads while NATS is away
-CHECK_NATS = 0.5  # seconds between looks at the NATS connection while it is quiet
+POLL_WITHOUT_NATS = 1.0  # seconds between store reads while NATS and the tail are away
 IDLE = 15.0  # a quiet socket re-reads the store this often
 MAX_SESSIONS = 500  # sessions one socket may follow
 
@@ -51,12 +51,14 @@ class PushSocket:
     def __init__(self, api: Api, principal: Principal, send: Send) -> None:
         self.api = api
         self.hub = api.feed.push
+        self.tail = api.feed.tail
         self.principal = principal
         self.send = send
         self.inbox: Inbox[Stored] = Inbox()
         self.hub.attach(self.inbox)  # a shutdown wakes it at once
         self.states: dict[UUID, SessionState] = {}
         self._allowed: dict[UUID, Allowed] = {}
+        self._behind: dict[UUID, Behind] = {}
         # Events are applied, and sessions added or dropped, one at a time.
         self._lock = asyncio.Lock()
 
@@ -97,7 +99,7 @@ class PushSocket:
         loop = asyncio.get_running_loop()
         quiet_since = loop.time()
         while True:
-            item = await self.inbox.get(CHECK_NATS if self.hub.is_live() else POLL_WITHOUT_NATS)
+            item = await self.inbox.get(self._wait())
             if self.inbox.closed:
                 return  # shutting down
             async with self._lock:
@@ -108,10 +110,30 @@ class PushSocket:
                     await self._catch_up_all()  # messages were dropped for this socket
                 elif not self.hub.is_live():
                     await self.hub.subscribe()  # NATS back: before the store read
-                    await self._catch_up_all()
+                    if self.tail is None or not self.tail.live:
+                        await self._catch_up_all()
                 elif loop.time() - quiet_since >= IDLE:
                     await self._catch_up_all()
                     quiet_since = loop.time()
+                await self._catch_up_behind()
+
+    def _wait(self) -> float:
+        lefts = [left for b in self._behind.values() if (left := b.left()) is not None]
+        if lefts:  # wake when NATS's grace is over for one of them
+            return max(0.01, min(*lefts, CHECK_NATS))
+        if self.hub.is_live() or (self.tail is not None and self.tail.live):
+            return CHECK_NATS
+        return POLL_WITHOUT_NATS
+
+    async def _catch_up_behind(self) -> None:
+        """Read the sessions whose commits the store announced and NATS has not brought."""
+        if self.tail is None:
+            return
+        live = self.hub.is_live()
+        for sid, behind in list(self._behind.items()):
+            state = self.states.get(sid)
+            if state is not None and behind.due(self.tail.head(sid), state.version, live):
+                await self._catch_up(state)
 
     async def guard(self) -> None:
         """Drop, every `RECHECK` seconds, the sessions the caller may no longer see."""
@@ -128,10 +150,13 @@ class PushSocket:
                 await self.send(ws.Unsubscribed(session_ids=gone))
 
     async def _add(self, sid: UUID) -> None:
+        if self.tail is not None:  # before the session is read: no commit falls between
+            self.tail.watch(sid)
+            self._behind[sid] = Behind()
         try:
             session = await self.api.access.session(self.principal, sid)
         except NotFound:  # unknown, or another tenant's: the same answer
-            await self.hub.unfollow(sid, self.inbox)
+            await self._drop(sid)
             await self.send(_not_visible(sid))
             return
         self.states[sid] = SessionState.of(session)
@@ -140,6 +165,8 @@ class PushSocket:
     async def _drop(self, sid: UUID) -> None:
         self.states.pop(sid, None)
         self._allowed.pop(sid, None)
+        if self._behind.pop(sid, None) is not None and self.tail is not None:
+            self.tail.unwatch(sid)
         await self.hub.unfollow(sid, self.inbox)
 
     async def _arrived(self, event: SessionEvent) -> None:

@@ -17,8 +17,13 @@ The store stays the source of truth: while NATS is away (never there, or the
 connection dropped mid-stream) the reader polls the store every `POLL_WITHOUT_NATS`
 seconds, and subscribes again once NATS is back, before its next store read, so the
 switch leaves no gap; versions it already sent are skipped, so it repeats nothing.
-With NATS up, a quiet stream re-reads the store before each keep-alive, so an event
-whose message was lost still arrives. Live deltas exist only on NATS.
+With NATS up, a version the store says was committed (`StoreTail`, told by the
+store's own commit notifications) that NATS has not brought within `GRACE` seconds is
+read from the store: a lost message, a relay behind, or a NATS that died without the
+client noticing yet delays a stored event by about that much, never until the next
+keep-alive. With the tail listening, an outage needs no polling: the readers read the
+store when it announces their session's commits. A quiet stream still re-reads the
+store before each keep-alive. Live deltas exist only on NATS.
 `SessionFeed.close()` ends every reader at once (shutdown): a client resumes from its
 last id.
 """
@@ -28,6 +33,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
+from typing import Protocol
 from uuid import UUID
 
 import msgspec
@@ -44,8 +50,48 @@ from domain.conversation import LiveItem, TextDelta, ThinkingDelta
 from domain.events import SessionEvent, as_session_event
 from schemas import live
 
-POLL_WITHOUT_NATS = 0.5  # seconds between store reads while NATS is away
+POLL_WITHOUT_NATS = 0.5  # seconds between store reads while NATS and the tail are away
 CHECK_NATS = 0.5  # seconds between looks at the NATS connection while the stream is quiet
+GRACE = 1.0  # seconds NATS has to bring a version the store says was committed
+
+
+class Behind:
+    """Since when a reader has been behind the store's head: NATS has `GRACE` seconds to
+    bring what the store says was committed (none while it is away)."""
+
+    def __init__(self) -> None:
+        self._since: float | None = None
+
+    def due(self, head: int, last: int, nats_live: bool) -> bool:
+        """Whether to read the store now, for a reader at `last` and a store at `head`."""
+        if head <= last:
+            self._since = None
+            return False
+        now = asyncio.get_running_loop().time()
+        if self._since is None:
+            self._since = now
+        if nats_live and now - self._since < GRACE:
+            return False
+        self._since = None
+        return True
+
+    def left(self) -> float | None:
+        """Seconds of grace left (None: not behind)."""
+        if self._since is None:
+            return None
+        return self._since + GRACE - asyncio.get_running_loop().time()
+
+
+class StoreHeads(Protocol):
+    """The newest committed version of each session a reader watches (`StoreTail`)."""
+
+    live: bool
+
+    def watch(self, session_id: UUID) -> None: ...
+
+    def unwatch(self, session_id: UUID) -> None: ...
+
+    def head(self, session_id: UUID) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -92,8 +138,10 @@ class SessionFeed:
         bridge: SyncBridge,
         connection: Callable[[], NATS | None],
         stream: str,
+        tail: StoreHeads | None = None,
     ) -> None:
         self.sessions = sessions
+        self.tail = tail
         self.bridge = bridge
         self._connection = connection
         self.stream = stream
@@ -121,10 +169,14 @@ class SessionFeed:
         self, session_id: UUID, after: int, *, idle: float = 15.0
     ) -> AsyncGenerator[FeedItem, None]:
         inbox = self.hub.join(session_id)
+        if self.tail is not None:
+            self.tail.watch(session_id)  # before the store is read: no commit falls between
         try:
             async for item in _Reader(self, session_id, after, idle, inbox).items():
                 yield item
         finally:
+            if self.tail is not None:
+                self.tail.unwatch(session_id)
             await self.hub.leave(session_id, inbox)
 
     async def events_after(self, session_id: UUID, after: int) -> list[SessionEvent]:
@@ -171,7 +223,9 @@ class _Reader:
         self.last = after
         self.idle = idle
         self.inbox = inbox
+        self.tail = feed.tail
         self._quiet_since = 0.0
+        self.behind = Behind()
 
     async def items(self) -> AsyncIterator[FeedItem]:
         loop = asyncio.get_running_loop()
@@ -187,6 +241,10 @@ class _Reader:
             async for item in self._next(arrival):
                 sent = sent or not isinstance(item, Idle)
                 yield item
+            if self._store_ahead():
+                async for stored in self._catch_up():
+                    sent = True
+                    yield stored
             if sent or loop.time() - self._quiet_since >= self.idle:
                 self._quiet_since = loop.time()
 
@@ -198,18 +256,19 @@ class _Reader:
         return self._handle(arrival)
 
     async def _quiet(self) -> AsyncIterator[FeedItem]:
-        """No message for a while: read the store when NATS is away or a keep-alive is due."""
+        """No message for a while: read the store when NATS (and the tail) is away or a
+        keep-alive is due."""
         due = asyncio.get_running_loop().time() - self._quiet_since >= self.idle
         if not self.hub.is_live(self.session_id):
             await self.hub.subscribe(self.session_id)  # NATS back: before the store read
+            if not due and self.tail is not None and self.tail.live:
+                return  # the tail says when the store has something (`_store_ahead`)
         elif not due:
             return
-        caught = 0
-        async for item in self._catch_up():
-            caught += 1
-            yield item
-        if due and not caught:
+        if due:  # first: a store read that waits for a thread must not hold it up
             yield Idle()
+        async for item in self._catch_up():
+            yield item
 
     async def _handle(self, arrival: Arrival) -> AsyncIterator[FeedItem]:
         if isinstance(arrival, Live):
@@ -229,8 +288,19 @@ class _Reader:
             self.last = event.originator_version
             yield Stored(event)
 
+    def _store_ahead(self) -> bool:
+        """The store has a version that NATS has not brought in time."""
+        if self.tail is None:
+            return False
+        head = self.tail.head(self.session_id)
+        return self.behind.due(head, self.last, self.hub.is_live(self.session_id))
+
     def _wait(self) -> float:
-        return CHECK_NATS if self.hub.is_live(self.session_id) else POLL_WITHOUT_NATS
+        if (left := self.behind.left()) is not None:  # wake when NATS's grace is over
+            return max(0.01, min(left, CHECK_NATS))
+        if self.hub.is_live(self.session_id):
+            return CHECK_NATS
+        return CHECK_NATS if self.tail is not None and self.tail.live else POLL_WITHOUT_NATS
 
 
 def _events_after(sessions: SessionService, session_id: UUID, after: int) -> list[SessionEvent]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+import time
+from datetime import datetime
 
 import httpx
 
@@ -21,6 +23,7 @@ class Follower(threading.Thread):
         self.base_url, self.token = base_url, token
         self.method, self.url, self.kwargs = method, url, kwargs
         self.events: list[SseEvent] = []
+        self.arrived: list[float] = []  # time.time() at each event's arrival
         self.ended = False
         self.error: BaseException | None = None
 
@@ -34,6 +37,7 @@ class Follower(threading.Thread):
             ):
                 assert response.status_code == 200, response.read()
                 for event in parse_sse(response.iter_lines()):
+                    self.arrived.append(time.time())
                     self.events.append(event)
             self.ended = True
         except BaseException as e:  # noqa: BLE001 - the test reports it
@@ -42,6 +46,14 @@ class Follower(threading.Thread):
     @property
     def ids(self) -> list[int]:
         return [e.id for e in list(self.events) if e.id is not None]
+
+    def delays(self) -> list[float]:
+        """Seconds from each stored event's timestamp to its arrival here."""
+        return [
+            at - datetime.fromisoformat(str(e.data["timestamp"])).timestamp()
+            for e, at in zip(list(self.events), list(self.arrived), strict=False)
+            if e.id is not None and e.data.get("timestamp")
+        ]
 
     def of(self, event: str) -> list[SseEvent]:
         return [e for e in list(self.events) if e.event == event]

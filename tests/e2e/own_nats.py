@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +25,17 @@ class OwnNats:
 
     def stop(self) -> None:
         self.server.stop()
+
+    def freeze(self) -> None:
+        """SIGSTOP: connections stay open and nothing moves (clients notice only by ping)."""
+        self._signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        self._signal(signal.SIGCONT)
+
+    def _signal(self, signum: signal.Signals) -> None:
+        assert self.server.pid is not None, "not started"
+        os.kill(self.server.pid, signum)
 
     def restart(self) -> None:
         self.server = EmbeddedNats(self.root, port=self.server.port)

@@ -26,13 +26,7 @@ def test_streams_go_on_through_a_nats_outage_and_live_again_after_it(
     database_url: str, settings: Settings, data_root: Path
 ) -> None:
     with server_on_own_nats(database_url, settings, data_root, "outage") as (server, nats):
-        account = sign_up(server.client(), "outage@example.com")
-        token = str(account["access_token"])
-        http = server.client(token)
-        sid = new_session(http, account["workspace_id"])
-        wait_until(lambda: nats_ready(http), timeout=30)
-        session = follow(server, token, "GET", f"/api/v1/sessions/{sid}/stream")
-        session.wait_for_ids(1)
+        token, http, sid, session = followed_session(server, "outage@example.com")
 
         chat = follow(server, token, "POST", f"/api/v1/chat/{sid}/message", json={"content": "go"})
         chat.wait_for_ids(3)
@@ -58,6 +52,48 @@ def test_streams_go_on_through_a_nats_outage_and_live_again_after_it(
         assert session.ids == list(range(1, final + 1)), session.ids
         live = [e for e in session.events[seen:] if e.event == "content" and e.id is None]
         assert live, "once NATS is back the session stream carries live chunks again"
+
+
+def test_a_frozen_nats_delays_no_stored_event_past_the_grace(
+    database_url: str, settings: Settings, data_root: Path
+) -> None:
+    """NATS frozen (SIGSTOP): every connection stays open and carries nothing, and the
+    clients notice only after their pings go unanswered. The store announces its commits
+    itself, so no stream waits for that, nor for a keep-alive (15 s): each stored event
+    reaches the chat stream and the session stream about `GRACE` (1 s) after it was
+    written."""
+    with server_on_own_nats(database_url, settings, data_root, "outage") as (server, nats):
+        token, http, sid, session = followed_session(server, "frozen@example.com")
+        nats.freeze()
+        try:
+            chat = follow(
+                server, token, "POST", f"/api/v1/chat/{sid}/message", json={"content": "go"}
+            )
+            chat.finish(timeout=60)
+            final = log_versions(http, sid)[-1]
+            session.wait_for_ids(final, timeout=30)
+        finally:
+            nats.thaw()
+        assert chat.events[-1].event == "done", [e.event for e in chat.events[-3:]]
+        assert chat.ids == list(range(chat.ids[0], final + 1)), chat.ids
+        assert session.ids == list(range(1, final + 1)), session.ids
+        late = max(chat.delays() + session.delays()[1:])
+        print(f"the latest stored event arrived {late:.2f} s after it was written")
+        # 1 s of grace, and room for a busy machine; a keep-alive's read (15 s) or a
+        # noticed disconnect (two unanswered 5 s pings) fails it.
+        assert late < 6.0, late
+
+
+def followed_session(server: Server, email: str) -> tuple[str, httpx.Client, str, Follower]:
+    """A new user's new session, with its session stream open once NATS is ready."""
+    account = sign_up(server.client(), email)
+    token = str(account["access_token"])
+    http = server.client(token)
+    sid = new_session(http, account["workspace_id"])
+    wait_until(lambda: nats_ready(http), timeout=30)
+    session = follow(server, token, "GET", f"/api/v1/sessions/{sid}/stream")
+    session.wait_for_ids(1)
+    return token, http, sid, session
 
 
 def nats_ready(http: httpx.Client) -> bool:

@@ -8,6 +8,7 @@ outage), the reader still yields every stored version once, in order.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import cast
 from uuid import UUID, uuid4
@@ -90,11 +91,87 @@ async def next_stored(items: AsyncIterator[FeedItem], timeout: float = 5.0) -> i
     raise AssertionError("the reader ended")
 
 
-def feed_on(sessions: SessionService, bridge: SyncBridge, nc: list[FakeNats | None]) -> SessionFeed:
+class Heads:
+    """What the store tail would say: the test announces each commit."""
+
+    def __init__(self) -> None:
+        self.live = True
+        self.heads: dict[UUID, int] = {}
+        self.watchers: Counter[UUID] = Counter()
+
+    def watch(self, session_id: UUID) -> None:
+        self.watchers[session_id] += 1
+
+    def unwatch(self, session_id: UUID) -> None:
+        self.watchers[session_id] -= 1
+
+    def head(self, session_id: UUID) -> int:
+        return self.heads.get(session_id, 0)
+
+
+class CountingSessions:
+    """The session service, counting the store reads a feed makes."""
+
+    def __init__(self, sessions: SessionService) -> None:
+        self.inner, self.reads = sessions, 0
+        self.mapper = sessions.mapper
+
+    def session_events(self, session_id: UUID, after: int = 0) -> Iterator[object]:
+        self.reads += 1
+        return self.inner.session_events(session_id, after=after)
+
+
+def feed_on(
+    sessions: SessionService,
+    bridge: SyncBridge,
+    nc: list[FakeNats | None],
+    tail: Heads | None = None,
+) -> SessionFeed:
     """A feed whose connection is `nc[0]` (the test swaps it)."""
     return SessionFeed(
-        sessions=sessions, bridge=bridge, connection=lambda: cast(NATS | None, nc[0]), stream="S"
-    )
+        sessions=sessions, bridge=bridge, connection=lambda: cast(NATS | None, nc[0]), stream="S",
+        tail=tail,
+    )  # fmt: skip
+
+
+async def test_a_commit_nats_never_brings_comes_from_the_store_after_the_grace(
+    sessions: SessionService, bridge: SyncBridge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NATS connected but silent (a relay behind, a server dead unnoticed), and the next
+    keep-alive an hour away: the store's word is enough."""
+    monkeypatch.setattr(session_feed, "GRACE", 0.1)
+    sid = new_session(sessions)
+    nc, heads = FakeNats(), Heads()
+    items = feed_on(sessions, bridge, [nc], heads).read(sid, 0, idle=3600)
+    assert await next_stored(items) == 1
+    assert heads.watchers[sid] == 1
+    sessions.rename_session(sid, "two")  # NATS will never bring it
+    heads.heads[sid] = 2
+    assert await next_stored(items) == 2
+    sessions.rename_session(sid, "three")
+    heads.heads[sid] = 3
+    await nc.deliver(sessions, 3)  # NATS in time: from NATS, once
+    assert await next_stored(items) == 3
+    await items.aclose()
+    assert heads.watchers[sid] == 0
+
+
+async def test_an_outage_with_the_tail_listening_reads_only_on_commits(
+    sessions: SessionService, bridge: SyncBridge
+) -> None:
+    sid = new_session(sessions)
+    counting = CountingSessions(sessions)
+    nc, heads = FakeNats(), Heads()
+    feed = feed_on(cast(SessionService, counting), bridge, [nc], heads)
+    items = feed.read(sid, 0, idle=3600)
+    assert await next_stored(items) == 1
+    nc.is_connected = False
+    await asyncio.sleep(0.5)  # ten polls' worth of quiet (the polls are 0.05 s here)
+    assert counting.reads == 1  # only the first catch-up: no polling
+    sessions.rename_session(sid, "during the outage")
+    heads.heads[sid] = 2
+    assert await next_stored(items) == 2  # at once: NATS is away
+    await items.aclose()
 
 
 async def test_lost_messages_come_from_the_store_with_nats_up(
