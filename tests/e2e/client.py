@@ -210,7 +210,8 @@ def read_sse(
     """
     deadline = time.monotonic() + timeout
     events: list[SseEvent] = []
-    request_timeout = httpx.Timeout(timeout, read=min(timeout, 10.0))
+    # A quiet run sends a keep-alive every 15 s: a read waits past two of them.
+    request_timeout = httpx.Timeout(timeout, read=min(timeout, 40.0))
     with http.stream(method, url, timeout=request_timeout, **kwargs) as response:  # type: ignore[arg-type]
         if response.status_code != 200:
             return SseRead(response.status_code, response.headers, [], response.read())
