@@ -1,9 +1,13 @@
-"""Prometheus metrics at `/metrics`: HTTP traffic, open streams, and the store's figures.
+"""Prometheus metrics: this process's at `/metrics`, the store's at `/metrics?scope=global`.
 
 Each app has a registry of its own (several apps in one test process never clash).
-Request counts and latencies are recorded as requests pass; everything read from
-Postgres (the log's head, lags, token totals) is computed when scraped, on the
-event-store thread pool. Metrics:
+Request counts and latencies are recorded as requests pass. What every replica would
+read alike from Postgres (the log's head, lags, token and cost totals) is only in the
+`global` scope, as gauges, computed when scraped on the event-store thread pool: a sum
+over the replicas' `/metrics` counts each request once and no total twice; scrape one
+replica's (or the load balancer's) `?scope=global` for the totals.
+
+This process (`/metrics`):
 
 - `tokendance_http_requests_total{method,route,status}` (counter): `route` is the
   route template (`/api/v1/sessions/{session_id}`), so ids make no new series.
@@ -11,19 +15,22 @@ event-store thread pool. Metrics:
   the response starts (for an SSE stream: until it is accepted, not until it ends).
 - `tokendance_sse_streams_open` (gauge): SSE responses streaming in this process.
 - `tokendance_rate_limited_total{limit}` (counter): requests refused with 429.
+- `tokendance_read_model_waits_total` (counter): queries that waited on a read model.
+- `tokendance_relay_active`, `tokendance_relay_lag_events` (gauges): present when this
+  process runs the relay: whether it leads, and events stored but not yet on NATS.
+
+The store (`/metrics?scope=global`):
 - `tokendance_store_up` (gauge): 1 when the figures below could be read.
-- `tokendance_events_appended_total` (counter): notification id of the newest stored
-  event. Ids may have holes, so this is an upper bound of the events appended.
-- `tokendance_relay_lag_events` (gauge): events stored but not yet published to NATS
-  (present when this process runs the relay; `tokendance_relay_active` says if it leads).
+- `tokendance_events_stored` (gauge): notification id of the newest stored event. Ids
+  may have holes, so this is an upper bound of the events stored.
 - `tokendance_projection_lag_events{view}` (gauge): events the read model has yet to apply.
 - `tokendance_memory_keeper_lag_events` (gauge): events the memory keeper has yet to read
   for what sessions taught (a pass every 2 s: a lag that only grows means it is stuck).
-- `tokendance_model_tokens_total{kind}` (counter): model tokens over all sessions, by
-  kind (input, output, cache_read, cache_write), from the sessions read model.
-- `tokendance_model_tokens_by_model_total{kind,model}` and
-  `tokendance_model_cost_usd_total{model}` (counters): tokens and cost by model, from the
-  usage read model (no per-user or per-tenant labels: their number is unbounded).
+- `tokendance_model_tokens{kind}` (gauge): model tokens over all sessions, by kind
+  (input, output, cache_read, cache_write), from the sessions read model.
+- `tokendance_model_tokens_by_model{kind,model}` and `tokendance_model_cost_usd{model}`
+  (gauges): tokens and cost by model, from the usage read model (no per-user or
+  per-tenant labels: their number is unbounded).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from typing import Annotated, Literal
 
 from eventsourcing.persistence import PersistenceError
 from litestar import Request, Response, get
@@ -38,6 +46,7 @@ from litestar.datastructures import State
 from litestar.enums import ScopeType
 from litestar.exceptions import HTTPException
 from litestar.middleware import ASGIMiddleware
+from litestar.params import Parameter
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -68,6 +77,9 @@ USAGE_BY_MODEL_SQL = (
 )
 
 
+MetricsScope = Literal["process", "global"]
+
+
 class Metrics:
     """The registry of one app and its request instruments."""
 
@@ -83,19 +95,22 @@ class Metrics:
             LABELS,
             registry=self.registry,
         )
-        self.registry.register(StoreCollector(probes, limits))
+        self.registry.register(ProcessCollector(probes, limits))
+        self.store = CollectorRegistry()
+        self.store.register(StoreCollector(probes))
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         self.requests.labels(method, route, str(status)).inc()
         self.latency.labels(method, route, str(status)).observe(seconds)
 
-    async def exposition(self) -> bytes:
-        """The text format; off the event loop, as collecting queries Postgres."""
-        return await self.probes.bridge(generate_latest, self.registry)
+    async def exposition(self, scope: MetricsScope = "process") -> bytes:
+        """The text format; off the event loop, as collecting may query Postgres."""
+        registry = self.registry if scope == "process" else self.store
+        return await self.probes.bridge(generate_latest, registry)
 
 
-class StoreCollector:
-    """Figures computed at scrape time from the log, the relay and the read models."""
+class ProcessCollector:
+    """This process's figures: streams, waits, refusals, and its relay if it runs one."""
 
     def __init__(self, probes: Probes, limits: RateLimits) -> None:
         self.probes, self.limits = probes, limits
@@ -116,10 +131,37 @@ class StoreCollector:
         for limit, count in self.limits.refused.copy().items():
             refused.add_metric([limit], count)
         yield refused
+        relay = self.probes.services.relay
+        if relay is None:
+            return
+        yield GaugeMetricFamily(
+            "tokendance_relay_active",
+            "1 when this process leads the relay",
+            value=int(relay.is_leader),
+        )
+        try:
+            head = self.probes.recorder.max_notification_id() or 0
+        except PersistenceError as e:
+            log.warning("metrics: cannot read the store: %s", e)
+            return
+        yield GaugeMetricFamily(
+            "tokendance_relay_lag_events",
+            "Events stored but not yet published to NATS",
+            value=max(head - relay.position, 0),
+        )
+
+
+class StoreCollector:
+    """The store's figures, alike from every replica: gauges read at scrape time."""
+
+    def __init__(self, probes: Probes) -> None:
+        self.probes = probes
+
+    def collect(self) -> Iterator[Metric]:
         up = GaugeMetricFamily("tokendance_store_up", "1 when the store's figures were read")
         try:
             figures = list(self._store_figures())
-        except PersistenceError as e:  # the HTTP figures still count: report, don't fail
+        except PersistenceError as e:  # say it was down rather than fail the scrape
             log.warning("metrics: cannot read the store: %s", e)
             up.add_metric([], 0)
             yield up
@@ -129,25 +171,13 @@ class StoreCollector:
         yield from figures
 
     def _store_figures(self) -> Iterator[Metric]:
-        probes, services = self.probes, self.probes.services
+        probes = self.probes
         head = probes.recorder.max_notification_id() or 0
-        yield CounterMetricFamily(
-            "tokendance_events_appended",
-            "Notification id of the newest stored event (an upper bound of events appended)",
+        yield GaugeMetricFamily(
+            "tokendance_events_stored",
+            "Notification id of the newest stored event (an upper bound of events stored)",
             value=head,
         )
-        relay = services.relay
-        if relay is not None:
-            yield GaugeMetricFamily(
-                "tokendance_relay_active",
-                "1 when this process leads the relay",
-                value=int(relay.is_leader),
-            )
-            yield GaugeMetricFamily(
-                "tokendance_relay_lag_events",
-                "Events stored but not yet published to NATS",
-                value=max(head - relay.position, 0),
-            )
         lag = GaugeMetricFamily(
             "tokendance_projection_lag_events",
             "Events a read model has yet to apply",
@@ -161,7 +191,7 @@ class StoreCollector:
             "Events the memory keeper has yet to read for what sessions taught",
             value=max(head - probes.kept(), 0),
         )
-        tokens = CounterMetricFamily(
+        tokens = GaugeMetricFamily(
             "tokendance_model_tokens", "Model tokens over all sessions", labels=["kind"]
         )
         with probes.views["sessions"].datastore.get_connection() as conn:
@@ -174,10 +204,10 @@ class StoreCollector:
 
 def _by_model(probes: Probes) -> Iterator[Metric]:
     """Tokens by kind and cost, per model, from the usage read model's daily rollup."""
-    tokens = CounterMetricFamily(
+    tokens = GaugeMetricFamily(
         "tokendance_model_tokens_by_model", "Model tokens by model", labels=["kind", "model"]
     )
-    cost = CounterMetricFamily(
+    cost = GaugeMetricFamily(
         "tokendance_model_cost_usd", "What model calls cost, by model", labels=["model"]
     )
     with probes.views["usage"].datastore.get_connection() as conn:
@@ -233,8 +263,13 @@ def _status_of(error: Exception) -> int:
 
 
 @get("/metrics", tags=["operations"])
-async def metrics_endpoint(request: Request[object, object, State]) -> Response[bytes]:
-    """Prometheus metrics (text exposition format)."""
+async def metrics_endpoint(
+    request: Request[object, object, State],
+    of: Annotated[MetricsScope, Parameter(query="scope")] = "process",  # `scope` is litestar's
+) -> Response[bytes]:
+    """Prometheus metrics (text exposition format): this process's (counters that sum
+    across replicas), or with `scope=global` the store's totals and lags (gauges, alike
+    from every replica: scrape one)."""
     metrics: Metrics = request.app.state.metrics
-    body = await metrics.exposition()
+    body = await metrics.exposition(of)
     return Response(body, media_type=CONTENT_TYPE_LATEST)

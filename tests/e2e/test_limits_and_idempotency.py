@@ -321,7 +321,14 @@ def test_an_idempotent_chat_message_is_appended_once_and_its_run_streamed_again(
 
 
 def scrape(http: httpx.Client) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    response = http.get("/metrics")
+    """This process's metrics and the store's, in one dict (no name is in both)."""
+    return {**scrape_scope(http, "process"), **scrape_scope(http, "global")}
+
+
+def scrape_scope(
+    http: httpx.Client, scope: str
+) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    response = http.get("/metrics", params={"scope": scope})
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
     return {
         (s.name, tuple(sorted(s.labels.items()))): s.value
@@ -354,7 +361,7 @@ def test_metrics_show_requests_streams_events_lags_and_tokens(start_server: Star
                 and not any(lags)
                 and m.get(("tokendance_relay_lag_events", ())) == 0
                 and m.get(("tokendance_memory_keeper_lag_events", ())) == 0
-                and m[("tokendance_model_tokens_total", (("kind", "input"),))] == 1200
+                and m[("tokendance_model_tokens", (("kind", "input"),))] == 1200
             )
             return m if ready else None
 
@@ -368,11 +375,17 @@ def test_metrics_show_requests_streams_events_lags_and_tokens(start_server: Star
     chat = (("method", "POST"), ("route", "/api/v1/chat/{session_id}/message"), ("status", "200"))
     assert m[("tokendance_http_requests_total", chat)] == 1
     assert m[("tokendance_store_up", ())] == 1
-    assert m[("tokendance_events_appended_total", ())] >= 6  # a session's start and one run
-    assert m[("tokendance_model_tokens_total", (("kind", "output"),))] == 80
+    assert m[("tokendance_events_stored", ())] >= 6  # a session's start and one run
+    assert m[("tokendance_model_tokens", (("kind", "output"),))] == 80
     by_model = {labels: v for (name, labels), v in m.items()
-                if name == "tokendance_model_tokens_by_model_total"}  # fmt: skip
+                if name == "tokendance_model_tokens_by_model"}  # fmt: skip
     assert sum(v for labels, v in by_model.items() if ("kind", "output") in labels) == 80
-    costs = [v for (name, _), v in m.items() if name == "tokendance_model_cost_usd_total"]
+    costs = [v for (name, _), v in m.items() if name == "tokendance_model_cost_usd"]
     assert len(costs) == 1  # one model (the test script's own name: unpriced, so 0)
     assert m[("tokendance_rate_limited_total", (("limit", "requests"),))] == 0
+    with server.client() as anonymous:
+        own, store = scrape_scope(anonymous, "process"), scrape_scope(anonymous, "global")
+        assert not any(name.startswith("tokendance_model_") for name, _ in own)  # no totals twice
+        assert not any(name.startswith("tokendance_http_") for name, _ in store)
+        bad = anonymous.get("/metrics", params={"scope": "everything"})
+        assert bad.status_code == 400 and bad.json()["error_code"] == "VALIDATION_ERROR"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from adapters.settings import Settings
 from tests.e2e.chat_helpers import assert_contiguous, audit_log, chat, follow, new_session, user
@@ -61,6 +62,11 @@ def test_two_apis_and_two_workers_drive_fifty_sessions_once_each(
         assert types.count("RunStarted") == 1 and types.count("RunCompleted") == 1
         assert types.count("AssistantTurnRecorded") == 2
 
+    # Each replica counts what it answered: the sum over both is every chat once, and the
+    # store's totals are not in either (they would be summed twice).
+    chats = [requests_of(api, "POST", "/api/v1/chat/{session_id}/message") for api in apis]
+    assert sum(chats) == SESSIONS and all(chats), chats
+
     # An approval given through the other API replica resumes the run on a worker.
     sid = str(new_session(both[0], account["workspace_id"], confirmation="always")["id"])
     asked = chat(both[0], sid, "hello", until=is_event("confirm_required"), timeout=60)
@@ -76,6 +82,19 @@ def test_two_apis_and_two_workers_drive_fifty_sessions_once_each(
     types = [e["type"] for e in audit_log(both[0], sid)]
     assert types.count("RunStarted") == 2  # the worker that resumed it claims it
     assert types.count("ToolResultRecorded") == 1 and types.count("RunCompleted") == 1
+
+
+def requests_of(api: Server, method: str, route: str) -> float:
+    """The requests one replica answered on `route` (200), from its own `/metrics`."""
+    with api.client() as http:
+        text = http.get("/metrics").text
+    assert "tokendance_model_tokens" not in text
+    samples = [
+        s for family in text_string_to_metric_families(text) for s in family.samples
+        if s.name == "tokendance_http_requests_total"
+        and s.labels == {"method": method, "route": route, "status": "200"}
+    ]  # fmt: skip
+    return sum(s.value for s in samples)
 
 
 def test_an_api_replica_signing_with_another_secret_is_refused_at_start(
