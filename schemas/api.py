@@ -288,12 +288,29 @@ class AuditEvent(msgspec.Struct):
     type: str
     timestamp: datetime
     payload: dict[str, object]
+    # The hash chain (hex): the previous event's hash (for version 1 32 zero bytes, or the
+    # parent's hash at the fork version) and SHA-256(prev_hash || topic || version as 8
+    # bytes big-endian || state); null on an event stored before the chain and not
+    # backfilled yet.
+    prev_hash: str | None = None
+    hash: str | None = None
 
 
 class AuditPage(msgspec.Struct):
     items: list[AuditEvent]
     next_cursor: str | None
     limit: int
+
+
+class AuditVerification(msgspec.Struct, omit_defaults=True):
+    """A session's hash chain recomputed from the stored events: `verified`, or the first
+    version that is missing, unhashed or does not hash to its stored bytes, and why."""
+
+    verified: bool
+    events: int
+    head_hash: str  # hex; what `tokendance audit anchor` prints for external timestamping
+    first_bad_version: int | None = None
+    reason: str | None = None
 
 
 class ReplayDivergence(msgspec.Struct):

@@ -62,6 +62,7 @@ from adapters.nats.session_feed import SessionFeed
 from adapters.nats.signing_peers import keep_answering
 from adapters.postgres.api_key_uses import FLUSH_EVERY, ApiKeyUses
 from adapters.postgres.limit_counters import PostgresCounters
+from adapters.postgres.hash_chain import PostgresHashChain
 from adapters.postgres.login_failures import PostgresLoginFailures
 from adapters.postgres.schema_lock import schema_lock
 from adapters.postgres.store_tail import StoreTail
@@ -341,6 +342,7 @@ def _api(
     )
 
 
+        chain=PostgresHashChain(container.recorder),
 def _constant(value: object) -> Callable[[], object]:
     def provide() -> object:
         return value

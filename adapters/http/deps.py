@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # `Api`'s field types only (the handlers' modules import this
     from adapters.http.workspace_files import FileListing
     from adapters.nats.session_feed import SessionFeed
     from adapters.postgres.api_key_uses import ApiKeyUses
+    from adapters.postgres.hash_chain import PostgresHashChain
     from adapters.slides.previews import SlidePreviews
     from application.manual_tools import ManualTools
     from application.ports import BlobStore
@@ -191,6 +192,7 @@ class Api:
     memory: MemoryApi  # long-term memory
     key_uses: ApiKeyUses  # how often each API key was used
     cursors: Cursors  # the lists' page cursors
+    chain: PostgresHashChain  # the sessions log's hash chain (the audit routes)
     mcp_operator_file: Path | None = None  # TOKENDANCE_MCP_SERVERS
     mcp_probe_timeout: float = 10.0  # seconds a server has to answer its registration
 

@@ -9,18 +9,26 @@ from litestar import Controller, get, post
 from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.response import ServerSentEvent
 
-from adapters.http.audit import EVENT_CLASSES, audit_event
+from adapters.http.audit import EVENT_CLASSES, audit_event, verification_out
 from adapters.http.chat import confirm_out
 from adapters.http.deps import Api, ApiDep, Caller
 from adapters.http.errors import ApiError, invalid
 from adapters.http.openapi import SseOperation
 from adapters.http.stream_guard import permit, while_allowed
 from adapters.http.streaming import session_messages, sse_response
+from application.audit_chain import audit
 from application.sessions import SessionService
-from domain.errors import NotFound
+from domain.errors import NotFound, SessionNotFound
 from domain.events import SessionEvent
 from projections.confirmations import ConfirmationRow
-from schemas.api import AuditPage, ConfirmOut, HitlConfirmBody, HitlRequestOut, HitlStatus
+from schemas.api import (
+    AuditPage,
+    AuditVerification,
+    ConfirmOut,
+    HitlConfirmBody,
+    HitlRequestOut,
+    HitlStatus,
+)
 
 HITL_STATUSES: tuple[str, ...] = get_args(HitlStatus)
 
@@ -64,10 +72,28 @@ class StreamController(Controller):
         if event_type is not None and wanted is None:
             raise invalid("type", f"no event type {event_type!r}")
         events = await api.bridge(_page, api.sessions, session_id, after, limit, wanted)
-        items = [audit_event(e) for e in events]
+        versions = [e.originator_version for e in events]
+        chain = await api.bridge(api.chain.hashes, session_id, versions)
+        items = [audit_event(e, *chain.get(e.originator_version, (None, None))) for e in events]
         more = len(items) == limit
         next_cursor = api.cursors.issue("events", (items[-1].version,)) if more else None
         return AuditPage(items, next_cursor, limit)
+
+    @get("/{session_id:uuid}/audit")
+    async def verify_session(
+        self,
+        session_id: FromPath[UUID],
+        request: Caller,
+        api: ApiDep,
+    ) -> AuditVerification:
+        """The session's hash chain recomputed from its stored events: each event's hash is
+        SHA-256(prev_hash || topic || version as 8 bytes big-endian || state). Names the
+        first version that is missing, unhashed or altered."""
+        await api.access.session_workspace(request.user, session_id)
+        verdict = await api.bridge(audit, api.chain, session_id)
+        if verdict is None:
+            raise SessionNotFound(session_id)
+        return verification_out(verdict)
 
     @get("/{session_id:uuid}/hitl/pending")
     async def pending(
