@@ -92,8 +92,29 @@ def _parser() -> argparse.ArgumentParser:
     openapi.add_argument("--check", action="store_true", help="only say whether it is current")
     openapi.set_defaults(command="openapi")
 
+    add_audit_arguments(commands)
     add_team_arguments(commands)
     return parser
+
+
+def add_audit_arguments(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    audit = commands.add_parser(
+        "audit", help="the events' hash chains: verify, anchor (print heads), backfill"
+    )
+    audit.set_defaults(command="audit")
+    actions = audit.add_subparsers(required=True, metavar="ACTION", dest="action")
+    for action, help_text, every in (
+        (
+            "verify", "recompute a session's hash chain; exit 1 naming its first bad version",
+            "every chain: the sessions' and the accounts' aggregates'",
+        ),
+        ("anchor", "print a session's id, version and head hash (a JSON line)", "every session"),
+    ):  # fmt: skip
+        parser = actions.add_parser(action, help=help_text)
+        which = parser.add_mutually_exclusive_group(required=True)
+        which.add_argument("session_id", nargs="?", type=_uuid, help="one session")
+        which.add_argument("--all", action="store_true", help=every)
+    actions.add_parser("backfill", help="chain the events stored before the hash chain")
 
 
 def _uuid(text: str) -> UUID:

@@ -96,7 +96,22 @@ def _serve(settings: Settings, _: argparse.Namespace) -> None:
 
     signal.signal(signal.SIGTERM, _interrupt)
     with contextlib.suppress(KeyboardInterrupt), _system(settings, role="serve") as system:
+        _chain_old_events(system)
         run_loop(serve(system, settings))
+
+
+def _chain_old_events(system: System) -> None:
+    """The hash chain's backfill (`tokendance audit backfill`): events stored before the
+    chain get their hashes. Cheap once done (an index of the unhashed rows, empty)."""
+    from adapters.audit_commands import accounts_chain
+    from adapters.postgres.hash_chain import PostgresHashChain
+
+    for log, chain in (
+        ("sessions", PostgresHashChain(system.container.recorder)),
+        ("accounts", accounts_chain(system.container)),
+    ):
+        if chained := chain.backfill():
+            logging.getLogger(__name__).info("hash chain: %d events of the %s log", chained, log)
 
 
 def _api(settings: Settings, _: argparse.Namespace) -> None:
@@ -209,6 +224,14 @@ def _teams(settings: Settings, args: argparse.Namespace) -> None:
             sys.exit(f"tokendance teams {args.action}: {e}")
 
 
+def _audit(settings: Settings, args: argparse.Namespace) -> None:
+    from adapters.audit_commands import run_audit
+
+    with _system(settings, relay=False, projections=False) as system:
+        status = run_audit(system.container, args, sys.stdout, sys.stderr)
+    sys.exit(status)
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -271,5 +294,5 @@ def _graphs(settings: Settings, args: argparse.Namespace) -> None:
 COMMANDS: dict[str, Command] = {
     "serve": _serve, "api": _api, "worker": _worker, "relay": _relay,
     "projections": _projections, "rebuild": _rebuild, "demo": _demo, "replay": _replay,
-    "usage": _usage, "reembed": _reembed, "graphs": _graphs, "teams": _teams,
+    "usage": _usage, "reembed": _reembed, "graphs": _graphs, "teams": _teams, "audit": _audit,
 }  # fmt: skip

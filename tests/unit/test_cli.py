@@ -16,7 +16,8 @@ EVERY_COMMAND = [
     ["serve", "--port", "9"], ["api"], ["worker"], ["relay"], ["projections"],
     ["projections", "rebuild", "sessions"], ["demo", "--slides"], ["replay", SESSION],
     ["usage", "--group-by", "model,day"], ["memory", "reembed"], ["memory", "graphs"],
-    ["teams", "list", "--user", "ada@example.com"],
+    ["teams", "list", "--user", "ada@example.com"], ["audit", "verify", SESSION],
+    ["audit", "verify", "--all"], ["audit", "anchor", "--all"], ["audit", "backfill"],
 ]  # fmt: skip
 
 
