@@ -43,6 +43,7 @@ from adapters.nats.stream import StreamUnavailable
 from adapters.postgres.active_runs import active_runs
 from adapters.postgres.advisory_locks import SessionRunLocks
 from adapters.system import Engine
+from adapters.telemetry_runs import continued
 from application.runner import RunEnd
 from application.runs import STOP_GRACE, internal_failure
 from application.sessions import SessionService
@@ -186,9 +187,10 @@ class Worker:
             with engine.sessions.hold(sid, run_id, self.name):
                 if session.run_worker is None:  # as just read: the run's first write needs
                     engine.sessions.lend(session)  # no read of its own
-                task = asyncio.create_task(
-                    engine.runner.run(sid, run_id, recovering=recovering), name=f"run {run_id}"
-                )
+                with continued(msg.headers):  # the trace of the request that asked for it
+                    task = asyncio.create_task(
+                        engine.runner.run(sid, run_id, recovering=recovering), name=f"run {run_id}"
+                    )
                 self._tasks[sid] = task
                 await task
             await msg.ack()

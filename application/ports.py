@@ -7,6 +7,7 @@ picks which adapter fills each port.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 from uuid import UUID
@@ -185,6 +186,12 @@ class RunDispatch(Protocol):
     async def stop(self, session_id: UUID, worker: str) -> bool:
         """Ask `worker` to stop driving the session's run; whether it did."""
         ...
+
+
+class RunTracing(Protocol):
+    """A span around each run (`invoke_agent`): the run's model and tool spans nest in it."""
+
+    def invoke(self, session_id: UUID, run_id: UUID) -> AbstractContextManager[object]: ...
 
 
 class ContextSnapshots(Protocol):

@@ -13,6 +13,7 @@ import asyncio
 import os
 import socket
 from collections.abc import Callable
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from typing import Literal
 from uuid import UUID
@@ -29,6 +30,7 @@ from application.ports import (
     ContextSnapshots,
     DeltaSink,
     LLMError,
+    RunTracing,
     TokenCounter,
 )
 from application.run_state import RunState
@@ -82,8 +84,10 @@ class AgentRunner:
         snapshots: ContextSnapshots | None = None,
         memory: RunMemory | None = None,
         mcp: McpClient | None = None,
+        tracing: RunTracing | None = None,
     ) -> None:
         self.sessions = sessions
+        self.tracing = tracing
         self.bridge = bridge
         self.llm = llm
         self.tools = tools
@@ -109,7 +113,9 @@ class AgentRunner:
     async def run(self, session_id: UUID, run_id: UUID, *, recovering: bool = False) -> RunEnd:
         """Run until the run ends or waits for a human; say which."""
         state = self.state_of(session_id, run_id)
-        end = await self._run(state, session_id, run_id, recovering)
+        span = self.tracing.invoke(session_id, run_id) if self.tracing else nullcontext()
+        with span:
+            end = await self._run(state, session_id, run_id, recovering)
         if end != "not_active" and self.memory is not None:
             await self.memory.at_end(state)
         state.hand_over()

@@ -51,6 +51,7 @@ from adapters.slides.previews import SlidePreviews
 from adapters.slides.renderer import PptxRenderer
 from adapters.system import Engine, System
 from adapters.telemetry import traced_llm, traced_tools, tracer_provider_from_env
+from adapters.telemetry_runs import run_tracing
 from application.accounts import AccountService
 from application.auto_memory import AutoMemory
 from application.bridge import SyncBridge
@@ -218,6 +219,7 @@ def bootstrap_engine(
         snapshots=snapshots if snapshots is not None else InMemoryContextSnapshots(),
         memory=RunMemory(MemoryRecall(memories), AutoMemory(memories)) if memories else None,
         mcp=mcp,
+        tracing=run_tracing(telemetry),
     )
     manual = ManualTools(runner.tool_calls, sessions, bridge)
     scheduler = RunScheduler(runner, sessions, bridge, manual, locks=run_locks)

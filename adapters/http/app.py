@@ -18,6 +18,7 @@ from litestar import Litestar
 from litestar.di import Provide
 from litestar.middleware import DefineMiddleware
 from litestar.types import ControllerRouterHandler
+from opentelemetry.trace import TracerProvider
 
 from adapters.bootstrap.roles import recover_runs
 from adapters.container import Container
@@ -61,14 +62,15 @@ from adapters.mcp.server_mount import mcp_endpoint
 from adapters.nats.session_feed import SessionFeed
 from adapters.nats.signing_peers import keep_answering
 from adapters.postgres.api_key_uses import FLUSH_EVERY, ApiKeyUses
-from adapters.postgres.limit_counters import PostgresCounters
 from adapters.postgres.hash_chain import PostgresHashChain
+from adapters.postgres.limit_counters import PostgresCounters
 from adapters.postgres.login_failures import PostgresLoginFailures
 from adapters.postgres.schema_lock import schema_lock
 from adapters.postgres.store_tail import StoreTail
 from adapters.services import Services
 from adapters.settings import WEB_DIST
 from adapters.system import Engine
+from adapters.telemetry_runs import http_tracing, request_spans
 from application.skills import SkillRegistry
 from application.skills.service import Skills
 from projections.accounts import AccountsView, WorkspaceDirectory
@@ -113,10 +115,12 @@ def create_app(
     *,
     limits: RateLimits | None = None,
     login_limits: LoginLimits | None = None,
+    telemetry: TracerProvider | None = None,
 ) -> Litestar:
     """The HTTP API over a built container; background services run with the app.
 
-    `limits` and `login_limits` default to the settings' (tests pass their own).
+    `limits` and `login_limits` default to the settings' (tests pass their own); with
+    `telemetry`, each request is a span (`adapters/telemetry_runs.py`).
     """
     s = container.settings
     limits = limits or RateLimits(
@@ -193,6 +197,7 @@ def create_app(
         dependencies={"api": Provide(_constant(api), sync_to_thread=False)},  # the only one
         # Outermost first: metrics see every answer; limits and idempotency know the user.
         middleware=[
+            *request_spans(telemetry),  # inside the request's span, outside everything else
             MetricsMiddleware(metrics := Metrics(probes, limits)),
             DefineMiddleware(BearerTokenAuthentication, exclude=PUBLIC),
             RateLimitMiddleware(limits),
@@ -206,6 +211,7 @@ def create_app(
         request_max_body_size=MAX_BODY,
         request_class=JsonRequest,  # a body that is not JSON answers 400 saying where
         openapi_config=openapi_config(),
+        plugins=http_tracing(telemetry),
     )
     complete(app.openapi_schema)
     app.state.access = access
@@ -337,12 +343,12 @@ def _api(
         memory=_memory(container, views.waiter),
         key_uses=key_uses,
         cursors=Cursors.of(container.settings.signing_secret()),
+        chain=PostgresHashChain(container.recorder),
         mcp_operator_file=container.settings.mcp_servers_file,
         mcp_probe_timeout=min(10.0, float(container.settings.mcp_timeout)),
     )
 
 
-        chain=PostgresHashChain(container.recorder),
 def _constant(value: object) -> Callable[[], object]:
     def provide() -> object:
         return value

@@ -31,6 +31,7 @@ from nats.js.api import (
 from nats.js.errors import NotFoundError
 
 from adapters.nats.stream import StreamUnavailable
+from adapters.telemetry_runs import trace_headers
 from schemas.runs import RunRequest
 
 DURABLE = "workers"
@@ -96,7 +97,8 @@ class RunQueue:
         await js.publish(
             f"{self.prefix}.request.{request.session_id}",
             msgspec.json.encode(request),
-            headers={Header.MSG_ID.value: request.message_id},
+            # The caller's trace goes on in the worker that drives the run.
+            headers={Header.MSG_ID.value: request.message_id, **trace_headers()},
         )
 
     async def consumer(self, ack_wait: float) -> JetStreamContext.PullSubscription:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -12,45 +10,15 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from adapters.llm.scripted import ScriptedLLM
 from adapters.telemetry import shutdown, traced_llm, tracer_provider_from_env
 from domain.conversation import SESSION_KEY, Message, ModelRequest, TextBlock
+from tests.fakes.otlp_receiver import Receiver, receiving
 
 pytestmark = pytest.mark.integration
 
 
-class Receiver(ThreadingHTTPServer):
-    """A loopback OTLP/HTTP trace receiver that keeps what it is sent."""
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.received: list[tuple[str, str, bytes]] = []  # path, content type, body
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: Receiver
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        self.server.received.append((self.path, self.headers.get("Content-Type", ""), body))
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, format: str, *args: object) -> None:  # quiet
-        pass
-
-
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
-    server = Receiver()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with receiving() as server:
+        yield server
 
 
 async def test_a_model_call_is_exported_on_shutdown(receiver: Receiver) -> None:
