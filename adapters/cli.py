@@ -92,6 +92,12 @@ def _parser() -> argparse.ArgumentParser:
     openapi.add_argument("--check", action="store_true", help="only say whether it is current")
     openapi.set_defaults(command="openapi")
 
+    secrets = commands.add_parser("secrets", help="secrets at rest: `reseal` with a new master key")
+    secret_actions = secrets.add_subparsers(required=True, metavar="ACTION")
+    secret_actions.add_parser(
+        "reseal", help="seal every stored secret again with the first TOKENDANCE_MASTER_KEY"
+    ).set_defaults(command="reseal")
+
     add_audit_arguments(commands)
     add_team_arguments(commands)
     return parser

@@ -232,6 +232,12 @@ def _audit(settings: Settings, args: argparse.Namespace) -> None:
     sys.exit(status)
 
 
+def _reseal(settings: Settings, args: argparse.Namespace) -> None:
+    with _system(settings, relay=False, projections=False) as system:
+        changed = system.container.accounts.reseal_mcp_secrets()
+    print(f"sealed again with the first master key: the secrets of {changed} MCP server(s)")
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -295,4 +301,5 @@ COMMANDS: dict[str, Command] = {
     "serve": _serve, "api": _api, "worker": _worker, "relay": _relay,
     "projections": _projections, "rebuild": _rebuild, "demo": _demo, "replay": _replay,
     "usage": _usage, "reembed": _reembed, "graphs": _graphs, "teams": _teams, "audit": _audit,
+    "reseal": _reseal,
 }  # fmt: skip

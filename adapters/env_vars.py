@@ -63,7 +63,12 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
     "TOKENDANCE_MASTER_KEY": (
         "(unset: a random key kept in the data directory)",
         "base64 of 32 bytes: seals secrets kept at rest (MCP servers' env and header values, "
-        "AES-GCM); the same on every process",
+        "AES-GCM); the same on every process. While rotating, several, comma-separated: the "
+        "first seals, each opens (`tokendance secrets reseal`, then drop the old)",
+    ),
+    "TOKENDANCE_MASTER_KEY_FILE": (
+        "(unset)",
+        "a file holding `TOKENDANCE_MASTER_KEY`'s value instead (a mounted secret); not both",
     ),
     "TOKENDANCE_OPENAI_API": (
         "chat",

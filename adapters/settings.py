@@ -90,6 +90,7 @@ class Settings:
     mcp_servers_file: Path | None = None
     mcp_timeout: int = int(_default("TOKENDANCE_MCP_TIMEOUT"))
     master_key: str | None = None
+    master_key_file: Path | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -121,6 +122,7 @@ class Settings:
             mcp_servers_file=_optional_path(env.get("TOKENDANCE_MCP_SERVERS")),
             mcp_timeout=_seconds(get("TOKENDANCE_MCP_TIMEOUT"), "TOKENDANCE_MCP_TIMEOUT"),
             master_key=env.get("TOKENDANCE_MASTER_KEY", "").strip() or None,
+            master_key_file=_optional_path(env.get("TOKENDANCE_MASTER_KEY_FILE")),
             max_tokens=_int(get("TOKENDANCE_MAX_TOKENS"), "TOKENDANCE_MAX_TOKENS"),
             thinking_budget=_thinking_budget(get),
             context_window=_int(get("TOKENDANCE_CONTEXT_WINDOW"), "TOKENDANCE_CONTEXT_WINDOW"),

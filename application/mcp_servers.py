@@ -25,6 +25,10 @@ class SecretBox(Protocol):
 
     def unseal(self, sealed: str) -> str: ...
 
+    def stale(self, sealed: str) -> bool:
+        """Sealed with another key than the one that seals now."""
+        ...
+
 
 # Checks a server for real before it is kept: raises `InvalidValue` saying why not.
 McpProbe = Callable[[McpServerConfig], Awaitable[None]]
@@ -86,6 +90,33 @@ class McpServerRegistry(Tenants):
             )
             for c in configs
         ]
+
+    def reseal_mcp_secrets(self) -> int:
+        """Seal every stored MCP secret again with the key that seals now (after a new
+        master key was put first); how many servers changed. Safe to run again."""
+        box, changed = self._box(), 0
+        for servers_id in self._aggregate_ids(WorkspaceMcpServers.Started):
+            servers = self._get(WorkspaceMcpServers, servers_id)
+            assert servers is not None
+            for c in servers.configs():
+                if not any(box.stale(v) for v in (*c.env.values(), *c.headers.values())):
+                    continue
+                env = {k: box.seal(box.unseal(v)) for k, v in c.env.items()}
+                headers = {k: box.seal(box.unseal(v)) for k, v in c.headers.items()}
+                servers.reseal(c.name, env, headers)
+                changed += 1
+            self._save(servers)
+        return changed
+
+    def _aggregate_ids(self, created: type[object]) -> list[UUID]:
+        """The ids of every aggregate started with the event class `created`."""
+        topic = f"{created.__module__}:{created.__qualname__}"
+        ids: list[UUID] = []
+        start = 1
+        while page := self.recorder.select_notifications(start, 500, topics=[topic]):
+            ids.extend(UUID(str(n.originator_id)) for n in page)
+            start = page[-1].id + 1
+        return ids
 
     def _box(self) -> SecretBox:
         if self.sealer is None:

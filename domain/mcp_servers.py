@@ -104,6 +104,17 @@ class WorkspaceMcpServers(Aggregate):
         def apply(self, aggregate: Any) -> None:
             aggregate.servers.pop(self.name, None)
 
+    class Resealed(Aggregate.Event):
+        """A server's secret values sealed again, with the newest master key."""
+
+        name: str
+        env: dict[str, str]
+        headers: dict[str, str]
+
+        def apply(self, aggregate: Any) -> None:
+            server = aggregate.servers[self.name]
+            aggregate.servers[self.name] = {**server, "env": self.env, "headers": self.headers}
+
     def register(self, server: McpServerConfig, by: UUID) -> None:
         server.check()
         if server.name in self.servers:
@@ -115,15 +126,27 @@ class WorkspaceMcpServers(Aggregate):
             raise McpServerNotFound(f"no MCP server named {name!r} in this workspace")
         self.trigger_event(self.Removed, name=name, by=by)
 
+    def reseal(self, name: str, env: dict[str, str], headers: dict[str, str]) -> None:
+        server = self.servers.get(name)
+        if server is None:
+            raise McpServerNotFound(f"no MCP server named {name!r} in this workspace")
+        if set(env) != set(server["env"]) or set(headers) != set(server["headers"]):
+            raise McpServerInvalid("resealing changes no name, only how the values are sealed")
+        self.trigger_event(self.Resealed, name=name, env=env, headers=headers)
+
     def configs(self) -> list[McpServerConfig]:
         return [McpServerConfig.of(s) for s in self.servers.values()]
 
 
 McpServersEvent = (
-    WorkspaceMcpServers.Started | WorkspaceMcpServers.Registered | WorkspaceMcpServers.Removed
+    WorkspaceMcpServers.Started
+    | WorkspaceMcpServers.Registered
+    | WorkspaceMcpServers.Removed
+    | WorkspaceMcpServers.Resealed
 )
 MCP_SERVERS_EVENT_CLASSES: tuple[type[McpServersEvent], ...] = (
     WorkspaceMcpServers.Started,
     WorkspaceMcpServers.Registered,
     WorkspaceMcpServers.Removed,
+    WorkspaceMcpServers.Resealed,
 )

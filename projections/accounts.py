@@ -249,6 +249,7 @@ class AccountsView(AccountQueries, View):
                 WorkspaceMcpServers.Started()
                 | WorkspaceMcpServers.Registered()
                 | WorkspaceMcpServers.Removed()
+                | WorkspaceMcpServers.Resealed()
             ):
                 pass  # MCP servers are read from their aggregate
             case _:

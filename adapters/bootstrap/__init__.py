@@ -288,7 +288,9 @@ def _open_store(
         clock=clock,
         invitation_ttl=settings.invitation_ttl,
     )
-    accounts.sealer = Sealer.from_settings(settings.master_key, settings.data_dir)
+    accounts.sealer = Sealer.from_settings(
+        settings.master_key, settings.data_dir, settings.master_key_file
+    )
     bridge = SyncBridge(settings.thread_pool_size)
     files = WorkspaceFiles(accounts, blobs, bridge, max_bytes=settings.max_upload_bytes)
     index = views[MemoriesView.name]
