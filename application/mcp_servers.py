@@ -108,6 +108,21 @@ class McpServerRegistry(Tenants):
             self._save(servers)
         return changed
 
+    def unopenable_mcp_secrets(self) -> list[str]:
+        """Which stored MCP secrets the keys at hand cannot open, and why (none: all open)."""
+        box, found = self._box(), []
+        for servers_id in self._aggregate_ids(WorkspaceMcpServers.Started):
+            servers = self._get(WorkspaceMcpServers, servers_id, copy=False)
+            assert servers is not None
+            for c in servers.configs():
+                for name, value in (*c.env.items(), *c.headers.items()):
+                    try:
+                        box.unseal(value)
+                    except Exception as e:  # noqa: BLE001 - the box says why, in its words
+                        found.append(f"{name} of MCP server {c.name!r} in workspace "
+                                     f"{servers.workspace_id}: {e}")  # fmt: skip
+        return found
+
     def _aggregate_ids(self, created: type[object]) -> list[UUID]:
         """The ids of every aggregate started with the event class `created`."""
         topic = f"{created.__module__}:{created.__qualname__}"

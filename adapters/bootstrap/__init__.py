@@ -291,6 +291,11 @@ def _open_store(
     accounts.sealer = Sealer.from_settings(
         settings.master_key, settings.data_dir, settings.master_key_file
     )
+    if broken := accounts.unopenable_mcp_secrets():  # the wrong key: say so before serving
+        raise SystemExit(
+            f"TOKENDANCE_MASTER_KEY cannot open {len(broken)} stored secret(s), e.g. "
+            f"{broken[0]}; list the key that sealed them (after the new one)"
+        )
     bridge = SyncBridge(settings.thread_pool_size)
     files = WorkspaceFiles(accounts, blobs, bridge, max_bytes=settings.max_upload_bytes)
     index = views[MemoriesView.name]
