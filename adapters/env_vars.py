@@ -116,6 +116,12 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "15 minutes; then every login of that account or from that address answers 429 "
         "with `Retry-After` until the oldest failure is 15 minutes old (across replicas)",
     ),
+    "TOKENDANCE_TRUSTED_PROXIES": (
+        "(unset: none)",
+        "IPs or CIDR networks of the reverse proxies in front of the API (comma-separated); "
+        "only a peer among them may name the client with `X-Forwarded-For` and "
+        "`X-Forwarded-Proto`, otherwise the client is the socket's peer",
+    ),
     "TOKENDANCE_CORS_ORIGINS": (
         "(unset: none; http://localhost:5173 on the embedded defaults)",
         "origins (scheme://host[:port], comma-separated) whose pages may call the API from "

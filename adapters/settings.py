@@ -6,6 +6,7 @@ import os
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from ipaddress import ip_address, ip_network
 from pathlib import Path
 
 from adapters.env_vars import DOCUMENTED
@@ -57,6 +58,7 @@ class Settings:
     uploads_per_minute: int = int(_default("TOKENDANCE_UPLOADS_PER_MINUTE"))
     login_attempts: int = int(_default("TOKENDANCE_LOGIN_ATTEMPTS"))
     cors_origins: tuple[str, ...] = ()
+    trusted_proxies: tuple[str, ...] = ()
     max_upload_bytes: int = int(_default("TOKENDANCE_MAX_UPLOAD_BYTES"))
     s3_url: str | None = None
     s3_bucket: str = _default("TOKENDANCE_S3_BUCKET")
@@ -141,6 +143,7 @@ class Settings:
             ),
             login_attempts=_limit(get("TOKENDANCE_LOGIN_ATTEMPTS"), "TOKENDANCE_LOGIN_ATTEMPTS"),
             cors_origins=_origins(env.get("TOKENDANCE_CORS_ORIGINS", "")),
+            trusted_proxies=_proxies(env.get("TOKENDANCE_TRUSTED_PROXIES", "")),
             max_upload_bytes=_limit(
                 get("TOKENDANCE_MAX_UPLOAD_BYTES"), "TOKENDANCE_MAX_UPLOAD_BYTES"
             ),
@@ -289,6 +292,24 @@ def _origins(value: str) -> tuple[str, ...]:
         return parse_origins(value)
     except ValueError as e:
         raise SystemExit(f"TOKENDANCE_CORS_ORIGINS: {e}") from None
+
+
+def _proxies(value: str) -> tuple[str, ...]:
+    """The trusted proxies' addresses and networks (`192.0.2.7`, `10.0.0.0/8`, `::1`), each
+    checked as uvicorn reads them: a network with host bits set is refused, not widened."""
+    proxies = []
+    for entry in (e.strip() for e in value.split(",")):
+        if not entry:
+            continue
+        try:
+            parsed = ip_network(entry) if "/" in entry else ip_address(entry)
+        except ValueError:
+            raise SystemExit(
+                f"TOKENDANCE_TRUSTED_PROXIES: {entry!r} is not an IP address or a CIDR network "
+                "(e.g. 10.0.0.0/8) with no host bits set"
+            ) from None
+        proxies.append(str(parsed))
+    return tuple(proxies)
 
 
 def _s3_url(env: Mapping[str, str]) -> str | None:

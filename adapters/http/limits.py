@@ -19,8 +19,8 @@ windows, streams as leases that the replica holding them refreshes (see there). 
 Postgres cannot be reached the limits fail open: the request goes through, a warning is
 logged, and the counters are left alone for `PAUSE` seconds (no request waits on them
 meanwhile). `InMemoryCounters` count in this process alone (exact sliding windows), for
-tests and a single process. The client address is the socket's peer; behind a proxy,
-run uvicorn with `--proxy-headers` from trusted hosts only.
+tests and a single process. The client address is the socket's peer, or the client
+that a peer of `TOKENDANCE_TRUSTED_PROXIES` names (adapters/http/server.py).
 """
 
 from __future__ import annotations

@@ -16,8 +16,9 @@ the account keep counting.
 The failures are counted by `failures`: in Postgres for the API, shared by its replicas
 (adapters/postgres/login_failures.py). When Postgres cannot be reached the limit fails
 open like the rate limits: the login goes on, a warning is logged, and the counters are
-left alone for `PAUSE` seconds. The client address is the socket's peer (behind a proxy,
-run uvicorn with `--proxy-headers` from trusted hosts only).
+left alone for `PAUSE` seconds. The client address is the socket's peer, or the client
+that a peer of `TOKENDANCE_TRUSTED_PROXIES` names in `X-Forwarded-For` (uvicorn resolves
+it: adapters/http/server.py); from any other peer that header is ignored.
 """
 
 from __future__ import annotations

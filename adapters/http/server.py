@@ -11,6 +11,10 @@ that would end the process before it stops the servers it started, so it does no
 Where installed, the HTTP parser is httptools' and the event loop uvloop's: `serve` runs
 in a loop the caller starts (`adapters.loop.run` in `adapters.cli`), so uvicorn's own
 `loop` setting never applies.
+
+The client address (`scope["client"]`, which the rate limits before login and the
+failed-login limit key on) is the socket's peer, or the client a trusted proxy names
+(`proxy_options`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import TypedDict
 
 import uvicorn
 
@@ -30,6 +35,22 @@ from adapters.settings import Settings
 from adapters.system import System
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class ProxyOptions(TypedDict, total=False):
+    proxy_headers: bool
+    forwarded_allow_ips: str
+
+
+def proxy_options(trusted: tuple[str, ...]) -> ProxyOptions:
+    """uvicorn's proxy settings: `X-Forwarded-For` and `X-Forwarded-Proto` are read only
+    from the peers of `TOKENDANCE_TRUSTED_PROXIES`, and not at all without any. uvicorn's
+    own default would trust them from 127.0.0.1 (or `FORWARDED_ALLOW_IPS`), so any local
+    process or pass-through proxy could name whatever client it liked: the rate limits
+    before login and the failed-login limit key on the client address it resolves."""
+    if not trusted:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": ",".join(trusted)}
 
 
 class _Server(uvicorn.Server):
@@ -65,6 +86,7 @@ async def serve(system: System, settings: Settings) -> None:
         log_level=settings.log_level.lower(),
         timeout_graceful_shutdown=settings.shutdown_grace,
         http="auto",  # httptools where installed, else h11
+        **proxy_options(settings.trusted_proxies),
     )
     print(where(settings.web_dir, settings.host, settings.port), flush=True)
     loop = asyncio.get_running_loop()
