@@ -187,8 +187,8 @@ def document(path: str, method: str, operation: Operation) -> None:
 def error_statuses(path: str, method: str, operation: Operation) -> set[int]:
     """The error statuses a route can answer, with the error body."""
     statuses: set[int] = set() if EXEMPT.search(path) else {429, 503}
-    if not path.startswith("/api/"):
-        return statuses
+    if not path.startswith("/api/"):  # a query parameter that does not parse is still a 400
+        return statuses | ({400} if operation.parameters else set())
     op_id = operation.operation_id or ""
     statuses.add(400)
     if not is_public(path) or op_id in WRONG_CREDENTIALS:
