@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from adapters.bootstrap import bootstrap
 from adapters.bootstrap.roles import build_worker, dispatch_runs_to_workers
 from adapters.embedded import EmbeddedServers, LeaseHeld
+from adapters.json_logs import configure as configure_logging
 from adapters.llm.scripted import check_llm_spec
 from adapters.loop import run as run_loop
 from adapters.nats.signing_peers import differing_at
@@ -34,9 +35,7 @@ def run_command(args: argparse.Namespace) -> None:
         port=getattr(args, "port", None),
         data_dir=args.data_dir,
     )
-    logging.basicConfig(
-        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(settings.log_level, settings.log_format)
     logging.getLogger("pgserver").setLevel(logging.WARNING)
     if problem := check_llm_spec(settings.llm):  # a malformed script: refused before starting
         sys.exit(f"tokendance: {problem}")

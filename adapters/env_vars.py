@@ -32,6 +32,12 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "Python's lock on every call (`bench.stack_floor`)",
     ),
     "TOKENDANCE_LOG_LEVEL": ("INFO", "log level"),
+    "TOKENDANCE_LOG_FORMAT": (
+        "text",
+        "`text` (lines for people) or `json` (one JSON object per line on stderr: time, "
+        "level, logger, message, trace_id, span_id, session_id, run_id, user_id, exc_info; "
+        "secrets scrubbed)",
+    ),
     "TOKENDANCE_LLM": (
         "(unset: Anthropic if ANTHROPIC_API_KEY is set)",
         "`scripted:<file.yaml>` (or `scripted:demo`) runs a scripted model instead",

@@ -42,6 +42,7 @@ class Settings:
     db_max_overflow: int = int(_default("TOKENDANCE_DB_MAX_OVERFLOW"))
     store_threads: int = int(_default("TOKENDANCE_STORE_THREADS"))
     log_level: str = _default("TOKENDANCE_LOG_LEVEL")
+    log_format: str = _default("TOKENDANCE_LOG_FORMAT")
     llm: str | None = None
     model: str = _default("TOKENDANCE_MODEL")
     model_fallback: tuple[str, ...] = ()
@@ -113,6 +114,7 @@ class Settings:
             db_max_overflow=_int(get("TOKENDANCE_DB_MAX_OVERFLOW"), "TOKENDANCE_DB_MAX_OVERFLOW"),
             store_threads=_limit(get("TOKENDANCE_STORE_THREADS"), "TOKENDANCE_STORE_THREADS"),
             log_level=get("TOKENDANCE_LOG_LEVEL").upper(),
+            log_format=_choice(get("TOKENDANCE_LOG_FORMAT"), "TOKENDANCE_LOG_FORMAT", LOG_FORMATS),
             llm=env.get("TOKENDANCE_LLM") or None,
             model=_model(get("TOKENDANCE_MODEL"), "TOKENDANCE_MODEL"),
             model_fallback=tuple(
@@ -228,6 +230,7 @@ class Settings:
 
 
 SANDBOXES = ("bubblewrap", "docker")
+LOG_FORMATS = ("text", "json")
 EMBEDDERS = ("wordllama", "hashing", "voyage")
 
 

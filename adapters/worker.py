@@ -44,6 +44,7 @@ from adapters.postgres.active_runs import active_runs
 from adapters.postgres.advisory_locks import SessionRunLocks
 from adapters.system import Engine
 from adapters.telemetry_runs import continued
+from application import log_context
 from application.runner import RunEnd
 from application.runs import STOP_GRACE, internal_failure
 from application.sessions import SessionService
@@ -173,6 +174,10 @@ class Worker:
             self._driving.discard(sid)
 
     async def _drive(self, request: RunRequest, msg: Msg, delivered: int) -> None:
+        with log_context.bound(session_id=request.session_id, run_id=request.run_id):
+            await self._drive_run(request, msg, delivered)
+
+    async def _drive_run(self, request: RunRequest, msg: Msg, delivered: int) -> None:
         sid, run_id = request.session_id, request.run_id
         engine = self.engine
         heartbeat = asyncio.create_task(self._heartbeat(msg))

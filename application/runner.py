@@ -10,6 +10,7 @@ A stop is a cancellation of the task running this loop (see `application/runs.py
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Literal
 from uuid import UUID
 
+from application import log_context
 from application.bridge import SyncBridge
 from application.budget_guard import BudgetGuard, NoBudgets
 from application.engine_settings import COMPACTION_PROMPT, EngineSettings, frame_of
@@ -56,6 +58,8 @@ from domain.stored_blocks import blocks_tool_uses, turn_blocks
 from domain.values import ModelCallCost, SessionSettings
 
 RunEnd = Literal["completed", "failed", "suspended", "not_active"]
+
+log = logging.getLogger(__name__)
 
 
 def this_worker() -> str:
@@ -112,14 +116,16 @@ class AgentRunner:
 
     async def run(self, session_id: UUID, run_id: UUID, *, recovering: bool = False) -> RunEnd:
         """Run until the run ends or waits for a human; say which."""
-        state = self.state_of(session_id, run_id)
-        span = self.tracing.invoke(session_id, run_id) if self.tracing else nullcontext()
-        with span:
-            end = await self._run(state, session_id, run_id, recovering)
-        if end != "not_active" and self.memory is not None:
-            await self.memory.at_end(state)
-        state.hand_over()
-        return end
+        with log_context.bound(session_id=session_id, run_id=run_id):  # on its every log line
+            state = self.state_of(session_id, run_id)
+            span = self.tracing.invoke(session_id, run_id) if self.tracing else nullcontext()
+            with span:
+                end = await self._run(state, session_id, run_id, recovering)
+            if end != "not_active" and self.memory is not None:
+                await self.memory.at_end(state)
+            state.hand_over()
+            log.info("run %s of session %s: %s", run_id, session_id, end)
+            return end
 
     async def _run(
         self, state: RunState, session_id: UUID, run_id: UUID, recovering: bool

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
+from application import log_context
 from application.bridge import SyncBridge
 from application.manual_tools import ManualTools
 from application.ports import RunDispatch, RunLocks
@@ -188,6 +189,10 @@ class RunScheduler:
             del self._tasks[session_id]
 
     async def _drive(self, session_id: UUID, run_id: UUID, recovering: bool) -> RunEnd:
+        with log_context.bound(session_id=session_id, run_id=run_id):
+            return await self._lock_and_run(session_id, run_id, recovering)
+
+    async def _lock_and_run(self, session_id: UUID, run_id: UUID, recovering: bool) -> RunEnd:
         locked = False
         if self.locks is not None:
             try:

@@ -207,6 +207,9 @@ def create_app(
         cors_config=cors_config(s),  # outside all of the above: preflights need no token
         lifespan=[lifespan],
         on_startup=[log_redaction.install],  # no access token reaches a log
+        # The process configured logging (adapters/json_logs.py): litestar's own config
+        # would replace the root logger's handler, its format and its level.
+        logging_config=None,
         on_shutdown=[idempotency.close],  # this process's Idempotency-Key leases
         request_max_body_size=MAX_BODY,
         request_class=JsonRequest,  # a body that is not JSON answers 400 saying where

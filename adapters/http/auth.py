@@ -9,6 +9,7 @@ from litestar.middleware import AbstractAuthenticationMiddleware, Authentication
 from adapters.http.deps import Access
 from adapters.http.errors import ApiError
 from adapters.postgres.api_key_uses import ApiKeyUses
+from application import log_context
 from application.tokens import Principal
 
 PUBLIC = [
@@ -49,6 +50,7 @@ async def authenticate(state: State, token: str) -> Principal:
     is counted. The push socket (`ws`) authenticates with it too."""
     access: Access = state.access
     principal = await access.authenticate(token)
+    log_context.set_user(principal.user_id)  # on the request's log lines (not the token)
     if principal.api_key_id is not None:
         uses: ApiKeyUses = state.key_uses
         uses.note(principal.api_key_id)

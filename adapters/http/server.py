@@ -28,6 +28,7 @@ from types import FrameType
 from typing import TypedDict
 
 import uvicorn
+from uvicorn.config import LOGGING_CONFIG
 
 from adapters.http.app import create_app, end_streams
 from adapters.http.web_app import where
@@ -87,6 +88,8 @@ async def serve(system: System, settings: Settings) -> None:
         timeout_graceful_shutdown=settings.shutdown_grace,
         http="auto",  # httptools where installed, else h11
         **proxy_options(settings.trusted_proxies),
+        # JSON lines: uvicorn's loggers go through the root logger's handler, not uvicorn's.
+        log_config=None if settings.log_format == "json" else LOGGING_CONFIG,
     )
     print(where(settings.web_dir, settings.host, settings.port), flush=True)
     loop = asyncio.get_running_loop()
