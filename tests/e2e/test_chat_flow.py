@@ -196,7 +196,7 @@ def test_chat_streams_the_run_waits_for_approval_and_finishes(
         "SessionStarted", "UserMessageAppended", "RunRequested", "RunStarted",
     ]  # fmt: skip
     for item in page["items"]:
-        assert set(item) == {"version", "type", "timestamp", "payload"}
+        assert set(item) == {"version", "type", "timestamp", "payload", "prev_hash", "hash"}
         assert "originator_id" not in item["payload"]
     assert page["items"][1]["payload"]["text"] == "What do heat pumps deliver?"
     second = http.get(f"/api/v1/sessions/{sid}/events", params={"after": 5, "limit": 5}).json()
