@@ -5,12 +5,15 @@ system directories and interpreter, a fresh work directory as its only writable
 place besides a size-capped /tmp, a uid of its own inside and out, a cleared
 environment, a seccomp filter, and kernel resource limits; a wall clock and an
 output cap end it from outside, and ending bubblewrap ends its whole PID namespace.
+Memory is limited per process (prlimit) and for the whole run (sandbox/memory.py: a
+cgroup of its own where the machine offers one, else a watchdog over its processes).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 import signal
@@ -30,6 +33,7 @@ from sandbox.command import (
     setpriv_argv,
 )
 from sandbox.limits import PRLIMIT, ended_by, exit_code
+from sandbox.memory import MemoryGuard, RunMemory, detect
 from sandbox.output import CappedStream
 from sandbox.proxy import FilteringProxy, Resolver, public_addresses
 from sandbox.python import PythonRuntime
@@ -39,6 +43,8 @@ from sandbox.uids import HostUids
 from schemas.sandbox import SandboxLimit, SandboxResult, SandboxRun, SandboxUnavailable
 
 REAP_SECONDS = 10.0  # how long a killed run may take to be gone
+
+log = logging.getLogger(__name__)
 
 
 class BubblewrapSandbox:
@@ -56,10 +62,12 @@ class BubblewrapSandbox:
         work_files: int = 10_000,
         uids: HostUids | None = None,
         resolve: Resolver = public_addresses,
+        memory: RunMemory | None = None,
     ) -> None:
         """`root`: where runs' work directories are made. `work_bytes`/`work_files`:
         what a run may add to its work directory. `uids`: the host uids runs get
-        when the server is root. `resolve`: the proxy's name resolver."""
+        when the server is root. `resolve`: the proxy's name resolver. `memory`: how a
+        run is held to one memory limit (by default what `check` detects here)."""
         self.root = Path(os.path.realpath(root))
         self.python = python or PythonRuntime.current()
         self.bwrap = bwrap
@@ -67,6 +75,7 @@ class BubblewrapSandbox:
         self.work_files = work_files
         self.uids = uids or HostUids()
         self.resolve = resolve
+        self._memory = memory
         self._checked = False
 
     def check(self) -> None:
@@ -92,7 +101,15 @@ class BubblewrapSandbox:
                 "kernel.unprivileged_userns_clone=1) or bubblewrap older than 0.8"
             )
         self.bwrap = bwrap
+        log.info("sandbox: bubblewrap; run memory limit: %s", self.memory.describe())
         self._checked = True
+
+    @property
+    def memory(self) -> RunMemory:
+        """How a run is held to one memory limit on this machine."""
+        if self._memory is None:
+            self._memory = detect()
+        return self._memory
 
     def available(self) -> bool:
         """Whether runs can work here (`check` says why not)."""
@@ -134,6 +151,12 @@ class BubblewrapSandbox:
                 yield path
 
     async def _execute(self, run: SandboxRun, paths: RunPaths, uid: int | None) -> SandboxResult:
+        async with self.memory.limit(run.limits.memory_bytes) as memory:
+            return await self._execute_within(run, paths, uid, memory)
+
+    async def _execute_within(
+        self, run: SandboxRun, paths: RunPaths, uid: int | None, memory: MemoryGuard
+    ) -> SandboxResult:
         seccomp_r, seccomp_w = os.pipe()
         status_r, status_w = os.pipe()
         os.write(seccomp_w, filter_bpf())  # a few hundred bytes: fits the pipe
@@ -142,6 +165,7 @@ class BubblewrapSandbox:
         argv = sandbox_argv(self.bwrap, self.python, run.limits, paths, fds, run.argv)
         if uid is not None:
             argv = self._as_run_uid(argv, paths, uid)
+        argv = memory.wrap(argv)
         started = time.monotonic()
         try:
             proc = await asyncio.create_subprocess_exec(
@@ -159,7 +183,7 @@ class BubblewrapSandbox:
             os.close(status_w)
         with open(status_r, "rb") as status:
             reported = asyncio.create_task(asyncio.to_thread(Init.read, status))
-            ended = await self._supervise(proc, run, paths)
+            ended = await self._supervise(proc, run, paths, memory)
             duration_ms = int((time.monotonic() - started) * 1000)
             init = await reported
             try:
@@ -181,7 +205,11 @@ class BubblewrapSandbox:
         return [*reach_argv(self.bwrap, sources), *setpriv_argv(uid), *argv]
 
     async def _supervise(
-        self, proc: asyncio.subprocess.Process, run: SandboxRun, paths: RunPaths
+        self,
+        proc: asyncio.subprocess.Process,
+        run: SandboxRun,
+        paths: RunPaths,
+        memory: MemoryGuard,
     ) -> Ended:
         assert proc.stdin and proc.stdout and proc.stderr
         stdout, stderr = proc.stdout, proc.stderr
@@ -198,6 +226,7 @@ class BubblewrapSandbox:
             asyncio.create_task(
                 workdir.over_quota(Path(paths.work), run.files, self.work_bytes, self.work_files)
             ): "file_size",
+            asyncio.create_task(memory.reached(proc.pid)): "memory",
         }
         killed_for: SandboxLimit | None = None
         try:
@@ -210,6 +239,8 @@ class BubblewrapSandbox:
                 killed_for = next((watchers[w] for w in watchers if w in done), "wall_time")
                 _kill(proc)
             await asyncio.wait_for(asyncio.shield(finished), REAP_SECONDS)
+            if killed_for is None and memory.tripped:  # the kernel killed for memory
+                killed_for = "memory"
         finally:
             _kill(proc)  # also when the caller gave up on the run
             for task in (feed, *watchers):
