@@ -14,7 +14,7 @@ class SandboxLimits:
 
     wall_seconds: float = 30.0  # the outer kill
     cpu_seconds: int = 30
-    memory_bytes: int = 512 * 1024 * 1024  # address space
+    memory_bytes: int = 512 * 1024 * 1024  # the whole run; also each process's address space
     processes: int = 64
     file_bytes: int = 64 * 1024 * 1024  # largest file it may write
     open_files: int = 256
