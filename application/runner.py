@@ -116,11 +116,11 @@ class AgentRunner:
 
     async def run(self, session_id: UUID, run_id: UUID, *, recovering: bool = False) -> RunEnd:
         """Run until the run ends or waits for a human; say which."""
-        with log_context.bound(session_id=session_id, run_id=run_id):  # on its every log line
+        span = self.tracing.invoke(session_id, run_id) if self.tracing else nullcontext()
+        # The ids and the run's span on its every log line (and its model and tool spans).
+        with log_context.bound(session_id=session_id, run_id=run_id), span:
             state = self.state_of(session_id, run_id)
-            span = self.tracing.invoke(session_id, run_id) if self.tracing else nullcontext()
-            with span:
-                end = await self._run(state, session_id, run_id, recovering)
+            end = await self._run(state, session_id, run_id, recovering)
             if end != "not_active" and self.memory is not None:
                 await self.memory.at_end(state)
             state.hand_over()

@@ -52,6 +52,7 @@ def start_server(
         *,
         extra_env: dict[str, str] | None = None,
         role: str = "serve",
+        stderr: Path | None = None,
     ) -> Server:
         server = Server(
             database_url,
@@ -60,6 +61,7 @@ def start_server(
             data_dir,
             script=script_path(script),
             extra_env={**UNLIMITED, **(extra_env or {})},
+            stderr=stderr,
             role=role,
         )
         started.append(server)
