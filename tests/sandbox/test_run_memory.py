@@ -2,8 +2,8 @@
 the run naming the memory limit (a cgroup where this machine offers one, else the
 watchdog over the run's processes).
 
-A sampler polls, from the test's side, the memory of every process under this test
-(PSS, else RSS), so a run that took more than its limit is seen whichever mechanism
+A sampler polls, from the test's side, the memory of every process started under this
+test (PSS, else RSS), so a run that took more than its limit is seen whichever mechanism
 held it."""
 
 from __future__ import annotations
@@ -84,16 +84,18 @@ def _memory_of(pid: int) -> int:
 
 
 class PeakSampler:
-    """The most memory the processes under this test held together, polled."""
+    """The most memory the processes started under this test held together, polled (not
+    those already there: a session's Postgres and NATS are this process's children too)."""
 
     def __init__(self) -> None:
         self.peak = 0
+        self._before = _descendants()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def _sample(self) -> None:
         while not self._stop.is_set():
-            total = sum(_memory_of(pid) for pid in _descendants())
+            total = sum(_memory_of(pid) for pid in _descendants() - self._before)
             self.peak = max(self.peak, total)
             self._stop.wait(0.01)
 
