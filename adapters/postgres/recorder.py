@@ -65,7 +65,8 @@ BEGIN
     THEN
         RETURN {zeros};
     END IF;
-    doc := convert_from(state, 'UTF8')::jsonb;
+    -- jsonb refuses an escaped U+0000 anywhere (a title may hold one): drop those first
+    doc := replace(convert_from(state, 'UTF8'), E'\\\\u0000', '')::jsonb;
     IF jsonb_typeof(doc -> 'parent_id') IS DISTINCT FROM 'object'
         OR jsonb_typeof(doc -> 'parent_version') IS DISTINCT FROM 'number' THEN
         RETURN {zeros};

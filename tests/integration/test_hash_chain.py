@@ -148,6 +148,22 @@ def test_a_fork_starts_its_chain_from_the_parents_hash_at_the_fork_version(
     assert verdict(container, parent).first_bad_version == 4
 
 
+def test_a_title_with_a_nul_still_chains_and_so_does_its_fork(
+    container: Container, database_url: str
+) -> None:
+    """A session's start is parsed at insert (is it a fork?): an escaped U+0000 in its
+    JSON, which Postgres's jsonb refuses, must not fail the insert."""
+    app = container.sessions
+    parent = app.start_session(workspace_id=uuid4(), owner_id=uuid4(), title="a\x00b").session_id
+    app.append_user_message(parent, "one\x00two")
+    child = app.fork_session(parent, 2).session_id
+    assert (
+        rows(database_url, "tokendance_events", child)[0][3]
+        == rows(database_url, "tokendance_events", parent)[1][4]
+    )
+    assert verdict(container, parent).verified and verdict(container, child).verified
+
+
 def test_the_accounts_aggregates_chain_too(container: Container, database_url: str) -> None:
     container.accounts.register("chain@example.com", "correct horse battery", "n")
     with psycopg.connect(database_url) as conn:
