@@ -90,3 +90,8 @@ def configure(level: str, fmt: str) -> None:
     else:
         handler.setFormatter(logging.Formatter(TEXT_FORMAT))
     logging.basicConfig(level=level, handlers=[handler], force=True)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):  # whatever configured them
+        server = logging.getLogger(name)
+        server.handlers.clear()
+        server.propagate, server.disabled = True, False
+        server.setLevel(logging.NOTSET)  # the root's level, until uvicorn sets its own

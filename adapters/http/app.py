@@ -251,7 +251,9 @@ def end_streams(app: Litestar) -> None:
     feed.close()
 
 
-def _session_feed(container: Container, services: Services, tail: StoreTail) -> SessionFeed:
+def _session_feed(
+    container: Container, services: Services, tail: StoreTail | None = None
+) -> SessionFeed:
     return SessionFeed(
         sessions=container.sessions,
         bridge=container.bridge,
