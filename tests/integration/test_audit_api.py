@@ -12,6 +12,7 @@ from litestar.testing import TestClient
 
 from adapters.http.app import create_app
 from adapters.system import System
+from tests.integration.test_artifacts_api import sign_up
 from tests.integration.test_hash_chain import rows, sql
 
 pytestmark = pytest.mark.integration
@@ -23,17 +24,6 @@ Client = TestClient  # type: ignore[type-arg]
 def client(system: System) -> Iterator[Client]:
     with TestClient(create_app(system.container, system.services, system.engine)) as client:
         yield client
-
-
-def sign_up(client: Client, email: str) -> tuple[dict[str, str], str]:
-    password = "correct horse battery"
-    made = client.post(
-        "/api/v1/auth/register", json={"email": email, "password": password, "name": "n"}
-    )
-    assert made.status_code == 201, made.text
-    login = client.post("/api/v1/auth/login", json={"email": email, "password": password})
-    assert login.status_code == 200, login.text
-    return {"Authorization": f"Bearer {login.json()['access_token']}"}, made.json()["workspace_id"]
 
 
 def test_the_audit_endpoint_and_the_events_route_show_the_chain(
