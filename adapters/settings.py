@@ -36,6 +36,7 @@ class Settings:
     host: str = _default("TOKENDANCE_HOST")
     port: int = int(_default("TOKENDANCE_PORT"))
     database_url: str | None = None
+    api_database_url: str | None = None  # the API role's login (row-level security)
     nats_url: str | None = None
     nats_stream: str = _default("TOKENDANCE_NATS_STREAM")
     db_pool_size: int = int(_default("TOKENDANCE_DB_POOL_SIZE"))
@@ -108,6 +109,7 @@ class Settings:
             host=get("TOKENDANCE_HOST"),
             port=_int(get("TOKENDANCE_PORT"), "TOKENDANCE_PORT"),
             database_url=env.get("TOKENDANCE_DATABASE_URL") or None,
+            api_database_url=env.get("TOKENDANCE_API_DATABASE_URL") or None,
             nats_url=env.get("TOKENDANCE_NATS_URL") or None,
             nats_stream=get("TOKENDANCE_NATS_STREAM"),
             db_pool_size=_int(get("TOKENDANCE_DB_POOL_SIZE"), "TOKENDANCE_DB_POOL_SIZE"),

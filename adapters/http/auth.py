@@ -8,8 +8,11 @@ from litestar.middleware import AbstractAuthenticationMiddleware, Authentication
 
 from adapters.http.deps import Access
 from adapters.http.errors import ApiError
+from adapters.http.tenant_reads import SCOPE_KEY, caller, caller_of
 from adapters.postgres.api_key_uses import ApiKeyUses
+from adapters.postgres.scoped_datastore import Caller
 from application import log_context
+from application.accounts import AccountService
 from application.tokens import Principal
 
 PUBLIC = [
@@ -42,19 +45,27 @@ class BearerTokenAuthentication(AbstractAuthenticationMiddleware):
             if not token:
                 raise ApiError(401, "a bearer access token is required", "UNAUTHORIZED")
         principal = await authenticate(connection.app.state, token.strip())
+        connection.scope[SCOPE_KEY] = caller.get()  # type: ignore[literal-required]
         return AuthenticationResult(user=principal, auth=token)
 
 
 async def authenticate(state: State, token: str) -> Principal:
     """Who the access token or API key speaks for (`AuthError` when nobody); a key's use
-    is counted. The push socket (`ws`) authenticates with it too."""
+    is counted. The push socket (`ws`) authenticates with it too. The caller's
+    organizations are set for the rest of the request (`adapters.http.tenant_reads`)."""
     access: Access = state.access
-    principal = await access.authenticate(token)
+    principal, who = await access.bridge(_resolve, access.accounts, token)
+    caller.set(who)
     log_context.set_user(principal.user_id)  # on the request's log lines (not the token)
     if principal.api_key_id is not None:
         uses: ApiKeyUses = state.key_uses
         uses.note(principal.api_key_id)
     return principal
+
+
+def _resolve(accounts: AccountService, token: str) -> tuple[Principal, Caller]:
+    principal = accounts.authenticate(token)
+    return principal, caller_of(accounts, principal)
 
 
 def _is_stream(connection: ASGIConnection[object, object, object, State]) -> bool:

@@ -48,6 +48,7 @@ from starlette.requests import HTTPConnection
 
 from adapters.http.deps import Api
 from adapters.http.errors import ApiError, named
+from adapters.http.tenant_reads import caller_in
 from adapters.mcp import server_resources as resources
 from adapters.mcp.server_agent_tools import PREFIX, agent_tools, run_agent_tool
 from adapters.mcp.server_bodies import (
@@ -198,6 +199,8 @@ def _call(api: Api, ctx: Context) -> Call:
     user = request.scope.get("user") if isinstance(request, HTTPConnection) else None
     if not isinstance(user, Principal):  # the mount is behind authentication: never
         raise MCPError(INVALID_REQUEST, "UNAUTHORIZED: a bearer access token is required")
+    if isinstance(request, HTTPConnection):  # its organizations, for the read models
+        caller_in(request.scope)
     steps = itertools.count(1)
 
     async def progress(words: str) -> None:  # a no-op without the client's progress token
