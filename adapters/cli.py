@@ -98,6 +98,11 @@ def _parser() -> argparse.ArgumentParser:
         "reseal", help="seal every stored secret again with the first TOKENDANCE_MASTER_KEY"
     ).set_defaults(command="reseal")
 
+    erase = commands.add_parser(
+        "erase", help="erase a user's personal data (crypto-shredding; not undoable)"
+    )
+    erase.add_argument("user", help="the user's id or email")
+    erase.set_defaults(command="erase")
     add_audit_arguments(commands)
     add_team_arguments(commands)
     return parser

@@ -234,7 +234,19 @@ def _audit(settings: Settings, args: argparse.Namespace) -> None:
 def _reseal(settings: Settings, args: argparse.Namespace) -> None:
     with _system(settings, relay=False, projections=False) as system:
         changed = system.container.accounts.reseal_mcp_secrets()
-    print(f"sealed again with the first master key: the secrets of {changed} MCP server(s)")
+        keys = system.container.erasure.keys.reseal()
+    print(
+        f"sealed again with the first master key: the secrets of {changed} MCP server(s), "
+        f"the personal keys of {keys} user(s)"
+    )
+
+
+def _erase(settings: Settings, args: argparse.Namespace) -> None:
+    from adapters.erase_command import run_erase
+
+    with _system(settings, relay=False, projections=False) as system:
+        status = run_erase(system, args.user, sys.stdout, sys.stderr)
+    sys.exit(status)
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -300,5 +312,5 @@ COMMANDS: dict[str, Command] = {
     "serve": _serve, "api": _api, "worker": _worker, "relay": _relay,
     "projections": _projections, "rebuild": _rebuild, "demo": _demo, "replay": _replay,
     "usage": _usage, "reembed": _reembed, "graphs": _graphs, "teams": _teams, "audit": _audit,
-    "reseal": _reseal,
+    "reseal": _reseal, "erase": _erase,
 }  # fmt: skip

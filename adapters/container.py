@@ -11,6 +11,7 @@ from eventsourcing.postgres import PostgresApplicationRecorder, PostgresTracking
 from adapters.settings import Settings
 from application.accounts import AccountService
 from application.bridge import SyncBridge
+from application.erasure import Erasure
 from application.memories import Memories
 from application.memory_access import MemoryAccess
 from application.sessions import SessionService
@@ -44,6 +45,7 @@ class Container:
     files: WorkspaceFiles  # on the accounts' store and the blob store
     memories: Memories  # on the accounts' store and the memories read model
     memory_access: MemoryAccess
+    erasure: Erasure  # of a user's personal data (crypto-shredding)
 
     @property
     def recorder(self) -> PostgresApplicationRecorder:

@@ -18,6 +18,14 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "(unset: embedded Postgres)",
         "Postgres with pgvector, e.g. postgresql://user:pw@host:5432/db",
     ),
+    "TOKENDANCE_API_DATABASE_URL": (
+        "(unset: the database URL as user `tokendance_api`, no password)",
+        "how the API's read-model queries log in: a role without SUPERUSER or BYPASSRLS, "
+        "made (with this URL's password) and granted SELECT on the read models at start if "
+        "missing; row-level security shows it only the caller's organizations' rows. Set it "
+        "for a Postgres that asks for passwords, e.g. "
+        "postgresql://tokendance_api:pw@host:5432/db",
+    ),
     "TOKENDANCE_NATS_URL": (
         "(unset: embedded NATS)",
         "NATS server with JetStream, e.g. nats://host:4222",

@@ -5,17 +5,18 @@ from __future__ import annotations
 from typing import TypeVar
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 
 from application.aggregate_fold import fold_events
+from application.sealing_mapper import SealsPersonalData
 from domain.errors import Conflict
 
 A = TypeVar("A", bound=Aggregate)
 
 
-class AccountStore(Application[UUID]):
+class AccountStore(SealsPersonalData):
     """The accounts application's store: users, organizations and token families."""
 
     def _get(self, kind: type[A], aggregate_id: UUID, *, copy: bool = True) -> A | None:

@@ -99,7 +99,8 @@ class ApiKeys(Tenants):
             raise TokenRevoked()
         if api_key.expired(self._now()):
             raise TokenExpired()
-        if self._get(User, api_key.user_id, copy=False) is None:
+        user = self._get(User, api_key.user_id, copy=False)
+        if user is None or user.erased:
             raise InvalidToken()  # its user is gone
         return KeyGrant(
             api_key.id, api_key.user_id, api_key.role, api_key.workspace_id, api_key.expires_at

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from uuid import UUID, uuid4
 
+from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 
 from application.api_keys import ApiKeys
@@ -21,7 +22,7 @@ from domain.account_errors import (
 )
 from domain.accounts import Organization, TokenFamily, User, check_name, normalize_email
 from domain.api_keys import ApiKey, looks_like_key
-from domain.errors import Conflict, InvalidCommand
+from domain.errors import Conflict, InvalidCommand, NotFound
 
 DEFAULT_TEAM_NAME = "Default"
 DEFAULT_WORKSPACE_NAME = "Default"
@@ -75,14 +76,14 @@ class Logins(ApiKeys):
             user = None
         # Verified even when there is no user, so both failures take as long.
         verified = self._passwords.verify(user.password_hash if user else None, password)
-        if user is None or not verified:
+        if user is None or not verified or user.erased:
             raise InvalidCredentials()
         return self.start_login(user)
 
     def new_login(self, user_id: UUID) -> TokenPair:
         """Tokens of a new login of a user whose credentials the caller has checked."""
         user = self._get(User, user_id)
-        if user is None:
+        if user is None or user.erased:
             raise InvalidToken()
         return self.start_login(user)
 
@@ -140,6 +141,32 @@ class Logins(ApiKeys):
             raise TokenRevoked()
         if api_key.expired(self._now()):
             raise TokenExpired()
+
+    def find_user(self, user_id: UUID) -> User | None:
+        return self._get(User, user_id, copy=False)
+
+    def erase_account(self, user_id: UUID, by: UUID | None, logins: Sequence[UUID]) -> bool:
+        """Record the user's erasure, end `logins` (its token families) and revoke its API
+        keys; False if it was recorded before (the rest is done again: a retry after a
+        crash finishes the work)."""
+        user = self._get(User, user_id)
+        if user is None:
+            raise NotFound(f"no user {user_id}")
+        first = not user.erased
+        user.erase(by)
+        ended: list[Aggregate] = [user]
+        for family_id in logins:
+            family = self._get(TokenFamily, family_id)
+            if family is not None and family.user_id == user_id:
+                family.revoke("erased")
+                ended.append(family)
+        for key_id in user.api_key_ids:
+            api_key = self._get(ApiKey, key_id)
+            if api_key is not None:
+                api_key.revoke("erased")
+                ended.append(api_key)
+        self._save(*ended)
+        return first
 
     # -- token families -----------------------------------------------------------
 

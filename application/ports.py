@@ -117,6 +117,10 @@ class BlobStore(Protocol):
 
     async def exists(self, sha256: str) -> bool: ...
 
+    async def delete(self, sha256: str) -> None:
+        """Remove the blob (nothing if there is none): an erasure's."""
+        ...
+
 
 class ToolExecutionError(Exception):
     """A tool ran and failed; the message is what the model sees (after its `code`, if
@@ -377,3 +381,23 @@ class MemoryIndex(Protocol):
     def wait_for(self, notification_id: int, timeout: float) -> bool:
         """Until the index has applied the event at `notification_id`; False on timeout."""
         ...
+
+
+class PersonalKeys(Protocol):
+    """A key per user for the personal content of events (`domain.personal_data`)."""
+
+    def seal(self, user_id: UUID, text: str) -> str:
+        """`text` sealed with the user's key (made on first use); `UserGone` once the
+        user is erased."""
+        ...
+
+    def is_sealed(self, value: str) -> bool: ...
+
+    def open(self, sealed: str, where: str) -> str:
+        """The text again; `ERASED` once its key is destroyed, `UNREADABLE` (logged with
+        `where`) if the key there cannot open it."""
+        ...
+
+
+class UserGone(Exception):
+    """Content of an erased user: its key is destroyed, nothing more is sealed for it."""

@@ -184,7 +184,12 @@ def _apply_input(
     match e:
         case S.UserMessageAppended(text=text, attachments=attachments, idempotency_key=key):
             target.append_user_message(
-                sid, text, attachments=attachments, idempotency_key=key, files=e.files
+                sid,
+                text,
+                attachments=attachments,
+                idempotency_key=key,
+                files=e.files,
+                author_id=e.author_id,
             )
         case S.RunRequested(run_id=run_id, requested_by=by, api_key_id=key):
             target.request_run(sid, run_id, requested_by=by, api_key_id=key)

@@ -9,13 +9,14 @@ from dataclasses import dataclass, field
 from threading import Lock
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError, JSONTranscoder
 from eventsourcing.utils import EnvType
 
 from application.aggregate_fold import fold_events
 from application.receipt import Receipt
 from application.run_commands import RunCommands
+from application.sealing_mapper import SealsPersonalData
 from application.transcodings import register_value_objects
 from domain.errors import ClaimLost, Conflict, SessionNotFound
 from domain.events import SessionEvent, as_session_event
@@ -56,7 +57,7 @@ class _Hold:
 _HOLD: ContextVar[_Hold | None] = ContextVar("tokendance_run_hold", default=None)
 
 
-class SessionService(RunCommands, Application[UUID]):
+class SessionService(RunCommands, SealsPersonalData):
     """The agent sessions application (the write side): a session's own commands here,
     those its runs write in `RunCommands`."""
 
@@ -111,10 +112,11 @@ class SessionService(RunCommands, Application[UUID]):
         idempotency_key: str | None = None,
         expected_version: int | None = None,
         files: Sequence[AttachedFile] = (),
+        author_id: UUID | None = None,
     ) -> Receipt:
         return self._change(
             session_id,
-            lambda s: s.append_user_message(text, attachments, idempotency_key, files),
+            lambda s: s.append_user_message(text, attachments, idempotency_key, files, author_id),
             expected_version,
         )
 
@@ -133,7 +135,7 @@ class SessionService(RunCommands, Application[UUID]):
         """Append a user message and request a run for it, together or not at all."""
 
         def submit(s: AgentSession) -> None:
-            s.append_user_message(text, attachments, idempotency_key, files)
+            s.append_user_message(text, attachments, idempotency_key, files, requested_by)
             s.request_run(run_id, requested_by, api_key_id)
 
         return self._change(session_id, submit)

@@ -56,6 +56,12 @@ class User(Aggregate):
     class ApiKeyCreated(Aggregate.Event):
         api_key_id: UUID
 
+    class UserErased(Aggregate.Event):
+        """The user's personal data was erased (its key destroyed): by itself, an
+        administrator of one of its organizations, or the operator (None)."""
+
+        erased_by: UUID | None
+
     @staticmethod
     def id_for(email: str) -> UUID:
         return uuid5(USER_NAMESPACE, email.strip().lower())
@@ -136,6 +142,18 @@ class User(Aggregate):
     @event(ApiKeyCreated)
     def _api_key_created(self, api_key_id: UUID) -> None:
         self.api_key_ids.append(api_key_id)
+
+    erased = False  # a class default: users folded before erasure existed were not
+
+    def erase(self, by: UUID | None) -> None:
+        """Record the erasure (once: again is nothing)."""
+        if not self.erased:
+            self._erased(by)
+
+    @event(UserErased)
+    def _erased(self, erased_by: UUID | None) -> None:
+        self.erased = True
+        self.credentials_epoch += 1  # every login ends
 
 
 class Organization(Aggregate):
@@ -464,6 +482,7 @@ UserEvent = (
     | User.ProfileChanged
     | User.PasswordChanged
     | User.ApiKeyCreated
+    | User.UserErased
 )
 OrganizationEvent = (
     Organization.OrganizationCreated

@@ -65,6 +65,15 @@ class MemoryNamespace(ValueState, Aggregate):
         expires_at: datetime | None
         user_id: UUID | None  # exactly one of the two is set
         session_id: UUID | None
+        # Whose personal data the text is, sealed with that user's key: a user's own
+        # namespace's user, else the user who wrote it (None: unsealed).
+        owner_id: UUID | None
+
+        class_version = 2
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state.setdefault("owner_id", None)
 
     class MemoryUpdated(Aggregate.Event):
         """The memory's text, category and expiry as they are now (all of them)."""
@@ -75,6 +84,13 @@ class MemoryNamespace(ValueState, Aggregate):
         expires_at: datetime | None
         user_id: UUID | None
         session_id: UUID | None
+        owner_id: UUID | None  # as `MemoryRemembered`'s
+
+        class_version = 2
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state.setdefault("owner_id", None)
 
     class SourceNoted(Aggregate.Event):
         """What a session event taught was already a memory: that memory was updated
@@ -175,7 +191,7 @@ class MemoryNamespace(ValueState, Aggregate):
         user_id, session_id = _ids(by)
         self._remembered(
             memory_id, text, checked, source.session_id, source.version, source.document,
-            expires_at, user_id, session_id,
+            expires_at, user_id, session_id, self._owner(user_id),
         )  # fmt: skip
         return self.memories[memory_id]
 
@@ -211,8 +227,15 @@ class MemoryNamespace(ValueState, Aggregate):
         ):
             return current
         user_id, session_id = _ids(by)
-        self._updated(memory_id, new_text, new_category, new_expiry, user_id, session_id)
+        self._updated(
+            memory_id, new_text, new_category, new_expiry, user_id, session_id,
+            self._owner(user_id),
+        )  # fmt: skip
         return self.memories[memory_id]
+
+    def _owner(self, author: UUID | None) -> UUID | None:
+        """Whose personal data a memory written here by `author` is (None: no one's)."""
+        return self.namespace.scope_id if self.namespace.kind == "user" else author
 
     def forget(self, memory_id: UUID, by: Author) -> Memory:
         current = self.get(memory_id)
@@ -234,6 +257,7 @@ class MemoryNamespace(ValueState, Aggregate):
         expires_at: datetime | None,
         user_id: UUID | None,
         session_id: UUID | None,
+        owner_id: UUID | None,
     ) -> None:
         by = author_of(user_id, session_id)
         source = MemorySource(source_session_id, source_version, source_document)
@@ -255,6 +279,7 @@ class MemoryNamespace(ValueState, Aggregate):
         expires_at: datetime | None,
         user_id: UUID | None,
         session_id: UUID | None,
+        owner_id: UUID | None,
     ) -> None:
         current = self.memories[memory_id]
         self._by_text.pop(same_text_key(current.text), None)

@@ -111,12 +111,19 @@ class AgentSession(ValueState, RunLog, WorkLog, SteeringLog, DeckLog):
         attachments: list[str]  # blob refs of files uploaded to the session
         idempotency_key: str | None
         files: list[AttachedFile]  # workspace files it attaches, with their text
+        # Who wrote it: whose key seals its text (None: written before messages said so,
+        # and stored unsealed).
+        author_id: UUID | None
 
-        class_version = 2
+        class_version = 3
 
         @staticmethod
         def upcast_v1_v2(state: State) -> None:
             state.setdefault("files", [])
+
+        @staticmethod
+        def upcast_v2_v3(state: State) -> None:
+            state.setdefault("author_id", None)
 
     class AssistantTurnRecorded(Aggregate.Event):
         run_id: UUID
@@ -238,10 +245,14 @@ class AgentSession(ValueState, RunLog, WorkLog, SteeringLog, DeckLog):
         attachments: list[str] | None = None,
         idempotency_key: str | None = None,
         files: Sequence[AttachedFile] = (),
+        author_id: UUID | None = None,
     ) -> None:
+        """`author_id`: who wrote it (default: the session's owner)."""
         self._check_open()
         check_message_size(text)
-        self._user_message_appended(text, list(attachments or []), idempotency_key, list(files))
+        self._user_message_appended(
+            text, list(attachments or []), idempotency_key, list(files), author_id or self.owner_id
+        )
 
     @event(UserMessageAppended)
     def _user_message_appended(
@@ -250,6 +261,7 @@ class AgentSession(ValueState, RunLog, WorkLog, SteeringLog, DeckLog):
         attachments: list[str],
         idempotency_key: str | None,
         files: list[AttachedFile],
+        author_id: UUID | None,
     ) -> None:
         pass
 

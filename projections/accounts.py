@@ -22,6 +22,7 @@ from domain.budgets import Budget
 from domain.invitations import Invitation
 from domain.mcp_servers import WorkspaceMcpServers
 from domain.memories import MemoryNamespace
+from domain.personal_data import ERASED
 from domain.roles import Actor
 from domain.workspace_files import WorkspaceFolder
 from projections.account_queries import AccountQueries, MemberRow
@@ -182,6 +183,8 @@ class AccountsView(AccountQueries, View):
                 _profile(curs, event.originator_id, name, avatar_url)
             case User.PasswordChanged() | User.ApiKeyCreated():
                 pass  # no password here; keys have rows of their own
+            case User.UserErased():
+                _erase(curs, event.originator_id)
             case Invitation.InvitationSent():
                 curs.execute(
                     "INSERT INTO accounts_invitations VALUES "
@@ -287,6 +290,21 @@ def _profile(curs: Cursor[DictRow], user_id: UUID, name: str, avatar_url: str | 
         (name, avatar_url, user_id),
     )
     curs.execute("UPDATE accounts_members SET name = %s WHERE user_id = %s", (name, user_id))
+
+
+def _erase(curs: Cursor[DictRow], user_id: UUID) -> None:
+    """The user's profile and email read as erased; invitations to its email go."""
+    curs.execute(
+        "DELETE FROM accounts_invitations WHERE accepted_by = %s OR email = "
+        "(SELECT email FROM accounts_users WHERE user_id = %s)",
+        (user_id, user_id),
+    )
+    for table in ("accounts_users", "accounts_members"):
+        curs.execute(
+            f"UPDATE {table} SET email = %s, name = %s WHERE user_id = %s",
+            (ERASED, ERASED, user_id),
+        )
+    curs.execute("UPDATE accounts_users SET avatar_url = NULL WHERE user_id = %s", (user_id,))
 
 
 def _register(curs: Cursor[DictRow], user_id: UUID, email: str, name: str, event: Event) -> None:

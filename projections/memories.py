@@ -25,6 +25,7 @@ from psycopg.sql import SQL, Composed
 from application.ports import MemoryHit
 from domain.accounts import ACCOUNT_EVENT_CLASSES
 from domain.memories import MEMORY_EVENT_CLASSES, MemoryEvent, MemoryNamespace
+from domain.personal_data import ERASED
 from projections.memory_queries import MEMORY_VECTORS, nearest, search
 from projections.memory_vectors import EmbeddingModels, VectorTable, vector_literal
 from projections.vector_graphs import CREATE_STATEMENTS as GRAPH_STATEMENTS
@@ -154,9 +155,13 @@ class MemoriesView(View):
                     (event.originator_id, f"{kind}:{scope_id}", kind, scope_id,
                      event.organization_id),
                 )  # fmt: skip
+            case MemoryNamespace.MemoryRemembered(text=text) if text == ERASED:
+                pass  # its user was erased: a rebuild brings back no trace of it
             case MemoryNamespace.MemoryRemembered():
                 _insert(curs, event)
                 self._write_vectors(curs, event.memory_id, event.text)
+            case MemoryNamespace.MemoryUpdated(text=text) if text == ERASED:
+                _delete(curs, event.originator_id, event.memory_id)
             case MemoryNamespace.MemoryUpdated():
                 kind, by = _author(event.user_id, event.session_id)
                 curs.execute(
@@ -170,9 +175,7 @@ class MemoriesView(View):
             case MemoryNamespace.SourceNoted():
                 pass  # the namespace's own bookkeeping: no memory changed
             case MemoryNamespace.MemoryForgotten(memory_id=memory_id):
-                curs.execute("DELETE FROM memory_vectors WHERE memory_id = %s", (memory_id,))
-                curs.execute("DELETE FROM memories WHERE memory_id = %s", (memory_id,))
-                _count(curs, event.originator_id, -1)
+                _delete(curs, event.originator_id, memory_id)
             case _:
                 assert_never(event)
 
@@ -310,6 +313,17 @@ def _insert(curs: Cursor[DictRow], e: MemoryNamespace.MemoryRemembered) -> None:
         ),
     )  # fmt: skip
     _count(curs, e.originator_id, 1)
+
+
+def _delete(curs: Cursor[DictRow], namespace_id: UUID, memory_id: UUID) -> None:
+    """The memory's rows gone, and counted out if it had one (an erased user's has not)."""
+    curs.execute("DELETE FROM memory_vectors WHERE memory_id = %s", (memory_id,))
+    curs.execute(
+        "WITH gone AS (DELETE FROM memories WHERE memory_id = %s RETURNING memory_id) "
+        "UPDATE memory_namespaces SET memories = memories - 1 "
+        "WHERE namespace_id = %s AND EXISTS (SELECT 1 FROM gone)",
+        (memory_id, namespace_id),
+    )
 
 
 def _count(curs: Cursor[DictRow], namespace_id: UUID, change: int) -> None:

@@ -63,6 +63,9 @@ class FilesystemBlobStore:
     async def exists(self, sha256: str) -> bool:
         return await asyncio.to_thread(self.path_of(sha256).is_file)
 
+    async def delete(self, sha256: str) -> None:
+        await asyncio.to_thread(self.path_of(sha256).unlink, missing_ok=True)
+
     @staticmethod
     def _write(path: Path, data: bytes) -> None:
         if path.is_file():

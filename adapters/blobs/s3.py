@@ -122,6 +122,10 @@ class S3BlobStore:
             raise
         return True
 
+    async def delete(self, sha256: str) -> None:
+        # S3 answers a delete of a missing key with success.
+        await asyncio.to_thread(self.client.remove_object, self.bucket, key_of(sha256))
+
     async def download_url(
         self, sha256: str, *, media_type: str, disposition: str, expires: timedelta = PRESIGNED_FOR
     ) -> str:

@@ -16,7 +16,9 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 from uuid import UUID
 
+from eventsourcing.application import Application
 from eventsourcing.postgres import (
+    PostgresApplicationRecorder,
     PostgresFactory,
     PostgresTrackingRecorder,
 )
@@ -39,10 +41,13 @@ from adapters.mcp.client import McpConnections
 from adapters.mcp.operator import operator_servers
 from adapters.nats.live import NatsDeltaSink
 from adapters.nats.stream import EventStream
+from adapters.personal_keys import UserKeys
 from adapters.postgres.advisory_locks import AdvisoryLocks, SessionRunLocks
 from adapters.postgres.context_snapshots import PostgresContextSnapshots
 from adapters.postgres.eventstore import eventstore_env
+from adapters.postgres.personal_copies import PostgresPersonalCopies
 from adapters.postgres.schema_lock import schema_lock
+from adapters.postgres.user_keys import PostgresKeyStore
 from adapters.secrets import Sealer
 from adapters.services import Services
 from adapters.settings import Settings
@@ -59,6 +64,7 @@ from application.budget_guard import BudgetEnforcer, BudgetGuard
 from application.context_snapshots import InMemoryContextSnapshots
 from application.decks import DeckEditor
 from application.engine_settings import EngineSettings
+from application.erasure import Erasure
 from application.manual_tools import ManualTools
 from application.mcp_tools import McpClient
 from application.memories import Memories
@@ -279,8 +285,13 @@ def _open_store(
         )
     }
     checkpoints = PostgresTrackingRecorder(factory.datastore, tracking_table_name=TRACKING_TABLE)
+    key_store = PostgresKeyStore(factory.datastore)
     for recorder in (*views.values(), checkpoints):
         recorder.create_table()
+    key_store.create_table()
+    sealer = Sealer.from_settings(settings.master_key, settings.data_dir, settings.master_key_file)
+    personal_keys = UserKeys(key_store, sealer)
+    sessions.seal_with(personal_keys)
     accounts = AccountService(
         env=eventstore_env(database_url, pool_size=2, max_overflow=settings.db_max_overflow),
         jwt_secret=settings.signing_secret(),
@@ -288,20 +299,36 @@ def _open_store(
         clock=clock,
         invitation_ttl=settings.invitation_ttl,
     )
-    accounts.sealer = Sealer.from_settings(
-        settings.master_key, settings.data_dir, settings.master_key_file
-    )
+    accounts.sealer = sealer
+    accounts.seal_with(personal_keys)
     if broken := accounts.unopenable_mcp_secrets():  # the wrong key: say so before serving
         raise SystemExit(
             f"TOKENDANCE_MASTER_KEY cannot open {len(broken)} stored secret(s), e.g. "
             f"{broken[0]}; list the key that sealed them (after the new one)"
+        )
+    if unopened := personal_keys.unopenable():  # the wrong key: say so before serving
+        raise SystemExit(
+            f"TOKENDANCE_MASTER_KEY cannot open the personal keys of {len(unopened)} "
+            f"user(s), e.g. {unopened[0]}; list the key that sealed them (after the new one)"
         )
     bridge = SyncBridge(settings.thread_pool_size)
     files = WorkspaceFiles(accounts, blobs, bridge, max_bytes=settings.max_upload_bytes)
     index = views[MemoriesView.name]
     assert isinstance(index, MemoriesView)
     memories = Memories(accounts, index, bridge)
+    copies = PostgresPersonalCopies(
+        factory.datastore,
+        [recorder_of(sessions), recorder_of(accounts)],
+        [f"{app.name}_snapshots" for app in (sessions, accounts)],
+    )
+    erasure = Erasure(accounts, sessions, personal_keys, copies, blobs, bridge)
     return Container(
         settings, database_url, nats_url, sessions, views, checkpoints, bridge, accounts, files,
-        memories, MemoryAccess(accounts),
+        memories, MemoryAccess(accounts), erasure,
     )  # fmt: skip
+
+
+def recorder_of(app: Application[UUID]) -> PostgresApplicationRecorder:
+    recorder = app.recorder
+    assert isinstance(recorder, PostgresApplicationRecorder)
+    return recorder

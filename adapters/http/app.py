@@ -52,9 +52,11 @@ from adapters.http.session_stream import HitlController, StreamController
 from adapters.http.sessions import SessionController
 from adapters.http.skills import SkillController
 from adapters.http.teams import InvitationController, TeamController
+from adapters.http.tenant_reads import TenantReads, tenant_reads
 from adapters.http.tools import ToolController
 from adapters.http.uploads import SessionUploads, UploadController
 from adapters.http.usage import Billing, UsageController
+from adapters.http.user_erasure import ErasureController
 from adapters.http.web_app import web_routes
 from adapters.http.workspace_files import FileListing, workspace_files_router
 from adapters.http.ws import push_socket
@@ -86,7 +88,8 @@ from projections.workspace_files import WorkspaceFilesView
 log = logging.getLogger(__name__)
 MAX_BODY = 2 * 1024 * 1024  # a 1 MiB message plus its JSON envelope fits; more is refused
 HANDLERS: list[ControllerRouterHandler] = [
-    OpsController, AuthController, ProfileController, WorkspaceController, TeamController,
+    OpsController, AuthController, ProfileController, ErasureController, WorkspaceController,
+    TeamController,
     InvitationController, ApiKeyController, SessionController, ReplayController, StreamController,
     ChatController, HitlController, ToolController, UploadController, UsageController,
     BudgetsController, ArtifactController, DeckController, SkillController, metrics_endpoint,
@@ -142,7 +145,9 @@ def create_app(
         {n: log.max_notification_id for n, log in logs.items()},
         container.bridge,
     )
-    views = _read_models(container, waiter)
+    reads = tenant_reads(container)  # the API role's pool: the handlers' read models
+    reading = reads.container(container)
+    views = _read_models(reading, waiter)
     access = Access(container.sessions, container.accounts, container.bridge)
     probes = Probes(
         container.recorder, container.views, services, container.bridge, waiter, logs,
@@ -157,12 +162,14 @@ def create_app(
         container.database_url, table=recorder.events_table_name, channel=recorder.channel_name
     )  # streams hear of commits that NATS does not bring them
     feed = _session_feed(container, services, tail)
-    api = _api(container, feed, engine, views, access, probes, key_uses)
+    api = _api(reading, feed, engine, views, access, probes, key_uses)
     mcp_route, mcp_sessions = mcp_endpoint(api)
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
-        await container.bridge(_create_tables, container.database_url, idempotency, key_uses)
+        await container.bridge(
+            _create_tables, container, idempotency, key_uses, reads
+        )  # fmt: skip
         counting = asyncio.create_task(_flush_key_uses(key_uses, container), name="key uses")
         waiter.start()
         tail.start()
@@ -191,6 +198,7 @@ def create_app(
             await waiter.stop()
             await tail.stop()
             await services.stop()
+            reads.close()
 
     app = Litestar(
         route_handlers=[*routes(container.files.max_bytes, s.web_dir), mcp_route],
@@ -228,10 +236,13 @@ def create_app(
     return app
 
 
-def _create_tables(database_url: str, idempotency: IdempotencyStore, key_uses: ApiKeyUses) -> None:
-    with schema_lock(database_url):  # other replicas may be starting at the same moment
+def _create_tables(
+    container: Container, idempotency: IdempotencyStore, key_uses: ApiKeyUses, reads: TenantReads
+) -> None:
+    with schema_lock(container.database_url):  # other replicas may be starting at once
         idempotency.create_table()
         key_uses.create_table()
+    reads.prepare(container)  # row-level security for the handlers' read models
 
 
 async def _flush_key_uses(key_uses: ApiKeyUses, container: Container) -> None:
@@ -349,6 +360,7 @@ def _api(
         key_uses=key_uses,
         cursors=Cursors.of(container.settings.signing_secret()),
         chain=PostgresHashChain(container.recorder),
+        erasure=container.erasure,
         mcp_operator_file=container.settings.mcp_servers_file,
         mcp_probe_timeout=min(10.0, float(container.settings.mcp_timeout)),
     )

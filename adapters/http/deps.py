@@ -16,6 +16,7 @@ from litestar.params import SkipValidation
 from adapters.http.read_your_writes import ViewWaiter
 from application.accounts import AccountService, Principal, WorkspaceInfo
 from application.bridge import SyncBridge
+from application.erasure import Erasure
 from application.sessions import SessionService
 from domain.account_errors import AuthError, WorkspaceNotFound
 from domain.errors import NotFound, SessionNotFound
@@ -193,6 +194,7 @@ class Api:
     key_uses: ApiKeyUses  # how often each API key was used
     cursors: Cursors  # the lists' page cursors
     chain: PostgresHashChain  # the sessions log's hash chain (the audit routes)
+    erasure: Erasure  # of a user's personal data
     mcp_operator_file: Path | None = None  # TOKENDANCE_MCP_SERVERS
     mcp_probe_timeout: float = 10.0  # seconds a server has to answer its registration
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import msgspec
-from litestar import Controller, get, patch, post
+from litestar import Controller, delete, get, patch, post
 from litestar.params import JSONBody
+from litestar.status_codes import HTTP_204_NO_CONTENT
 
 from adapters.http.auth_routes import workspaces_out
 from adapters.http.deps import Api, ApiDep, Caller
@@ -41,6 +42,14 @@ class ProfileController(Controller):
             avatar_url=avatar, preferences=data.preferences,
         )  # fmt: skip
         return await _me(api, await api.bridge(api.accounts.profile, request.user))
+
+    @delete("/me", status_code=HTTP_204_NO_CONTENT)
+    async def erase_me(self, request: Caller, api: ApiDep) -> None:
+        """Erase the caller: its messages, attachments, memories and profile read as
+        "[erased]" everywhere from now on, its logins end and its API keys stop. The
+        sessions' events stay (their hash chain verifies). Not undoable."""
+        _login_only(request.user, "erase its user")
+        await api.erasure.erase(request.user.user_id, request.user.user_id)
 
     @post("/password", status_code=200)
     async def change_password(

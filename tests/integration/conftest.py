@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from litestar.testing import TestClient
 
+from adapters.bootstrap import bootstrap
+from adapters.http.app import create_app
+from adapters.llm.scripted import ScriptedLLM, session_of
+from adapters.settings import Settings
+from adapters.system import System
+from domain.conversation import ModelRequest, StreamItem
 from tests.integration.memory_store import Memories
+
+Client = TestClient  # type: ignore[type-arg]
 
 
 @pytest.fixture
@@ -15,3 +24,28 @@ def memories(database_url: str) -> Iterator[Memories]:
     found = Memories(database_url)
     yield found
     found.close()
+
+
+class BySession:
+    """A scripted model per session, chosen once the session exists (`llm.scripts[sid]`)."""
+
+    def __init__(self) -> None:
+        self.scripts: dict[str, ScriptedLLM] = {}
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        async for item in self.scripts[session_of(request)].stream(request):
+            yield item
+
+
+@pytest.fixture
+def running(
+    settings: Settings, database_url: str, nats_url: str
+) -> Iterator[tuple[Client, System, BySession]]:
+    llm = BySession()
+    system = bootstrap(settings, database_url=database_url, nats_url=nats_url, llm=llm)
+    app = create_app(system.container, system.services, system.engine)
+    try:
+        with TestClient(app) as client:
+            yield client, system, llm
+    finally:
+        system.close()

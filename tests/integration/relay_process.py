@@ -38,7 +38,7 @@ class CrashingStream(EventStream):
 async def main(database_url: str, nats_url: str, stream: str, when: str, at: int) -> None:
     CrashingStream.kill_when, CrashingStream.kill_at = when, at
     system = bootstrap(
-        Settings(nats_stream=stream),
+        Settings.from_env({**os.environ, "TOKENDANCE_NATS_STREAM": stream}),
         database_url=database_url,
         nats_url=nats_url,
         projections=False,

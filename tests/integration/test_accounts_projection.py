@@ -159,6 +159,7 @@ def test_the_rebuild_command_rebuilds_the_accounts_view_from_the_accounts_log(
         "TOKENDANCE_DATABASE_URL": database_url,
         "TOKENDANCE_NATS_URL": nats_url,
         "TOKENDANCE_DATA_DIR": str(data_root / "cli-accounts"),
+        "TOKENDANCE_MASTER_KEY_FILE": str(container.settings.data_dir / "master-key"),
     }
     done = subprocess.run(
         [sys.executable, "-m", "adapters.cli", "projections", "rebuild", "accounts"],

@@ -30,12 +30,13 @@ def tokendance(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[s
 
 
 @pytest.fixture
-def env(database_url: str, nats_url: str, data_root: Path) -> dict[str, str]:
+def env(container: Container, database_url: str, nats_url: str, data_root: Path) -> dict[str, str]:
     return {
         **os.environ,
         "TOKENDANCE_DATABASE_URL": database_url,
         "TOKENDANCE_NATS_URL": nats_url,
         "TOKENDANCE_DATA_DIR": str(data_root / f"cli-{uuid4().hex[:6]}"),
+        "TOKENDANCE_MASTER_KEY_FILE": str(container.settings.data_dir / "master-key"),
     }
 
 

@@ -17,6 +17,7 @@ from uuid import uuid4
 import pytest
 
 from adapters.container import Container
+from adapters.personal_keys import UserKeys
 from adapters.secrets import Sealer, key_id
 from domain.mcp_servers import McpServerConfig
 
@@ -42,6 +43,9 @@ def test_a_rotation_from_the_command_line(
 ) -> None:
     accounts = container.accounts
     accounts.sealer = Sealer(OLD)
+    keys = container.erasure.keys
+    assert isinstance(keys, UserKeys)
+    keys.master = Sealer(OLD)  # the users' personal keys too
     who = accounts.register("keys@example.com", "correct horse battery", "Keys")
     server = McpServerConfig("calc", "stdio", ("calc",), env={"TOKEN": "t0ken"})
     accounts.register_mcp_server(who.user_id, who.workspace_id, server)
@@ -60,11 +64,15 @@ def test_a_rotation_from_the_command_line(
 
     rotated = reseal(env, b64(NEW, OLD))
     assert rotated.returncode == 0, rotated.stderr
-    assert "the secrets of 1 MCP server(s)" in rotated.stdout
+    assert "the secrets of 1 MCP server(s), the personal keys of 1 user(s)" in rotated.stdout
     after = reseal(env, b64(NEW))  # the old key dropped: it starts, nothing left to move
     assert after.returncode == 0, after.stderr
-    assert "the secrets of 0 MCP server(s)" in after.stdout
+    assert "the secrets of 0 MCP server(s), the personal keys of 0 user(s)" in after.stdout
 
     accounts.sealer = Sealer(NEW)
     (kept,) = accounts.workspace_mcp_servers(who.workspace_id)
     assert kept.env == {"TOKEN": "t0ken"}
+    keys.master = Sealer(NEW)  # the resealed personal key opens the user's name
+    keys.forget(who.user_id)
+    assert accounts.find_user(who.user_id) is not None
+    assert accounts.profile(who.user_id).name == "Keys"

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
 from uuid import UUID
 
 import pytest
@@ -18,31 +17,20 @@ from litestar.testing import TestClient
 from adapters.bootstrap import bootstrap
 from adapters.demo import replay_events
 from adapters.http.app import create_app
-from adapters.llm.scripted import ScriptedLLM, session_of
+from adapters.llm.scripted import ScriptedLLM
 from adapters.settings import Settings
 from adapters.system import System
-from domain.conversation import ModelRequest, StreamItem
 from domain.session import AgentSession as S
 from projections import vector_graphs
 from projections.memories import MemoriesView
 from projections.vector_graphs import ready_groups
+from tests.integration.conftest import BySession
 from tests.integration.test_artifacts_api import sign_up
 
 pytestmark = pytest.mark.integration
 Client = TestClient  # type: ignore[type-arg]
 
 FACT = "The Lyon office closes at 18:00 on Fridays"
-
-
-class BySession:
-    """A scripted model per session, chosen once the session exists."""
-
-    def __init__(self) -> None:
-        self.scripts: dict[str, ScriptedLLM] = {}
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
-        async for item in self.scripts[session_of(request)].stream(request):
-            yield item
 
 
 def remembers() -> ScriptedLLM:
@@ -54,20 +42,6 @@ def remembers() -> ScriptedLLM:
 def recalls() -> ScriptedLLM:
     call = {"name": "recall", "id": "r1", "input": {"query": "Lyon office Friday"}}
     return ScriptedLLM.from_turns([{"tool_calls": [call]}, {"text": "It closes at 18:00."}])
-
-
-@pytest.fixture
-def running(
-    settings: Settings, database_url: str, nats_url: str
-) -> Iterator[tuple[Client, System, BySession]]:
-    llm = BySession()
-    system = bootstrap(settings, database_url=database_url, nats_url=nats_url, llm=llm)
-    app = create_app(system.container, system.services, system.engine)
-    try:
-        with TestClient(app) as client:
-            yield client, system, llm
-    finally:
-        system.close()
 
 
 def chat(client: Client, who: dict[str, str], workspace: str, llm: BySession,

@@ -27,6 +27,7 @@ def test_rebuild_command_reports_events_and_rate(
         "TOKENDANCE_DATABASE_URL": database_url,
         "TOKENDANCE_NATS_URL": nats_url,
         "TOKENDANCE_DATA_DIR": str(data_root / "cli"),
+        "TOKENDANCE_MASTER_KEY_FILE": str(container.settings.data_dir / "master-key"),
     }
     done = subprocess.run(
         [sys.executable, "-m", "adapters.cli", "projections", "rebuild", "sessions"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import threading
@@ -124,8 +125,10 @@ async def test_a_commit_held_back_by_a_trigger_is_not_skipped(
             "FOR EACH ROW EXECUTE FUNCTION slow_commit()"
         )
     slow, fast = new_session(container), new_session(container)
-    held = threading.Thread(
-        target=container.sessions.append_user_message, args=(slow, "slow-commit")
+    held = threading.Thread(  # the key, not the text: the text is sealed in the state
+        target=container.sessions.append_user_message,
+        args=(slow, "slow"),
+        kwargs={"idempotency_key": "slow-commit"},
     )
     held.start()
     await eventually(
@@ -163,7 +166,10 @@ async def test_holes_in_notification_ids_do_not_stall_the_relay(
     assert ids[1] - ids[0] > 1, "no hole was made: the test proved nothing"
 
 
-def run_relay(database_url: str, nats_url: str, stream: str, *kill: str) -> subprocess.Popen[str]:
+def run_relay(
+    container: Container, database_url: str, nats_url: str, stream: str, *kill: str
+) -> subprocess.Popen[str]:
+    key = container.settings.data_dir / "master-key"  # the users' keys' master key
     return subprocess.Popen(
         [
             sys.executable,
@@ -176,6 +182,7 @@ def run_relay(database_url: str, nats_url: str, stream: str, *kill: str) -> subp
         ],
         stdout=subprocess.PIPE,
         text=True,
+        env={**os.environ, "TOKENDANCE_MASTER_KEY_FILE": str(key)},
     )
 
 
@@ -187,18 +194,18 @@ async def test_relay_killed_before_and_after_publishing_leaves_each_event_once(
     sid = new_session(container)
     append(container, sid, 29)  # notification ids 1..30
 
-    before = run_relay(database_url, nats_url, stream, "before", "12")
+    before = run_relay(container, database_url, nats_url, stream, "before", "12")
     assert await asyncio.to_thread(before.wait, 60) == -9
     ids = await published(container, nats_url)
     assert ids == list(range(1, 11)), "killed before publishing the batch holding 12"
 
-    after = run_relay(database_url, nats_url, stream, "after", "20")
+    after = run_relay(container, database_url, nats_url, stream, "after", "20")
     assert await asyncio.to_thread(after.wait, 60) == -9
     assert (await published(container, nats_url))[-1] == 20
     checkpoint = container.checkpoints.max_tracking_id(f"relay:{stream}")
     assert checkpoint is not None and checkpoint < 20, "checkpoint advanced past its PubAck"
 
-    healthy = run_relay(database_url, nats_url, stream)
+    healthy = run_relay(container, database_url, nats_url, stream)
     try:
         ids = await all_published(container, nats_url)
     finally:

@@ -18,7 +18,7 @@ EVERY_COMMAND = [
     ["usage", "--group-by", "model,day"], ["memory", "reembed"], ["memory", "graphs"],
     ["teams", "list", "--user", "ada@example.com"], ["audit", "verify", SESSION],
     ["audit", "verify", "--all"], ["audit", "anchor", "--all"], ["audit", "backfill"],
-    ["secrets", "reseal"],
+    ["secrets", "reseal"], ["erase", "ada@example.com"],
 ]  # fmt: skip
 
 
