@@ -24,7 +24,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from adapters.secrets import SealBroken, Sealer
-from application.ports import UserGone
+from domain.errors import UserGone
 from domain.personal_data import ERASED, UNREADABLE
 
 PREFIX = "sealed:v1:"

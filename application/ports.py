@@ -397,7 +397,3 @@ class PersonalKeys(Protocol):
         """The text again; `ERASED` once its key is destroyed, `UNREADABLE` (logged with
         `where`) if the key there cannot open it."""
         ...
-
-
-class UserGone(Exception):
-    """Content of an erased user: its key is destroyed, nothing more is sealed for it."""

@@ -271,6 +271,10 @@ class Tenants(AccountStore):
 
     # -- reading the aggregates -------------------------------------------------------
 
+    def organization_ids_of(self, user_id: UUID) -> tuple[UUID, ...]:
+        """The organizations the user belongs to, in joining order (cached reads)."""
+        return tuple(o.id for o in self._organizations(user_id, copy=False))
+
     def _organizations(self, user_id: UUID, *, copy: bool = True) -> Iterator[Organization]:
         """The organizations the user belongs to (as a member of it or of one of its
         teams), in joining order; the cached ones themselves if not `copy` (only to read)."""

@@ -21,6 +21,13 @@ class SessionNotFound(NotFound):
         self.session_id = session_id
 
 
+class UserGone(DomainError):
+    """Personal content of an erased user: its key is destroyed, nothing more is kept."""
+
+    code = "USER_ERASED"
+    http_status = 410
+
+
 class Conflict(DomainError):
     """The session changed since the caller read it (or another writer won the race)."""
 

@@ -112,8 +112,7 @@ def caller_of(accounts: AccountService, principal: Principal) -> Caller:
         except NotFound:
             return Caller((), principal.user_id)
         return Caller((info.organization_id,), principal.user_id)
-    organizations = accounts._organizations(principal.user_id, copy=False)  # noqa: SLF001
-    return Caller(tuple(o.id for o in organizations), principal.user_id)
+    return Caller(accounts.organization_ids_of(principal.user_id), principal.user_id)
 
 
 def caller_in(scope: MutableMapping[str, Any]) -> None:

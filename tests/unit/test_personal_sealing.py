@@ -13,8 +13,8 @@ import pytest
 from adapters.bootstrap.in_memory import in_memory_sessions
 from adapters.personal_keys import InMemoryKeyStore, KeyRow, UserKeys
 from adapters.secrets import Sealer
-from application.ports import UserGone
 from application.sessions import SessionService
+from domain.errors import UserGone
 from domain.personal_data import ERASED, PERSONAL, UNREADABLE
 from domain.session import AgentSession as S
 from domain.values import AttachedFile
