@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+from importlib import metadata
 from pathlib import Path
 from uuid import UUID
 
 from adapters.cli_teams import add_team_arguments
 
 DESCRIPTION = "TokenDance: an event-sourced backend for autonomous AI agents."
+
+
+def version() -> str:
+    """The installed package's version (pyproject.toml's), as pip installed it."""
+    try:
+        return metadata.version("tokendance")
+    except metadata.PackageNotFoundError:  # run from a tree that was never installed
+        return "unknown (not installed: pip install -e .)"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -26,6 +35,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tokendance", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     parser.add_argument("--data-dir", type=Path, help="overrides TOKENDANCE_DATA_DIR")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 

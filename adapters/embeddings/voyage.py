@@ -272,7 +272,10 @@ def _client(api_key: str, base_url: str, timeout: float) -> Client:
     try:
         from voyageai.client import Client
     except ImportError as e:
-        raise EmbedderUnavailable(f"the voyageai package is not installed: {e}") from None
+        raise EmbedderUnavailable(
+            f"the voyageai package is not installed ({e}): "
+            "install tokendance[voyage] for Voyage embeddings"
+        ) from None
     # max_retries=0: one attempt per call (see the module's docstring).
     return Client(api_key=api_key, max_retries=0, timeout=timeout, base_url=base_url)
 
