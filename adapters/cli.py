@@ -29,8 +29,12 @@ def main(argv: list[str] | None = None) -> None:
 
         sys.exit(write_openapi(check=args.check))
     from adapters.cli_commands import run_command  # the servers and the wiring: seconds
+    from adapters.embedded_nats import EmbeddedServerError
 
-    run_command(args)
+    try:
+        run_command(args)
+    except EmbeddedServerError as e:  # what is missing and what to do, not a traceback
+        sys.exit(f"tokendance: {e}")
 
 
 def _parser() -> argparse.ArgumentParser:

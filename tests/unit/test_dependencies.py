@@ -352,7 +352,7 @@ def test_the_optional_parts_are_imported_only_when_asked_for() -> None:
         import adapters.cli_commands, adapters.bootstrap, adapters.bootstrap.parts as parts
         import adapters.http.app
         from adapters.settings import Settings
-        from adapters.embedded import EmbeddedPostgres, EmbeddedServerError
+        from adapters.cli import main
         from adapters.embeddings.voyage import _client
         from adapters.embeddings.word_llama import EmbedderUnavailable
 
@@ -364,9 +364,9 @@ def test_the_optional_parts_are_imported_only_when_asked_for() -> None:
                 build(settings.override(**changes))
             except SystemExit as e:
                 said.append(str(e))
-        try:
-            EmbeddedPostgres(Path(sys.argv[1]) / "pg").start()
-        except EmbeddedServerError as e:
+        try:  # `serve` on the embedded defaults: one line, no traceback
+            main(["--data-dir", sys.argv[1], "serve", "--port", "9"])
+        except SystemExit as e:
             said.append(str(e))
         try:
             _client("key", "http://127.0.0.1:9", 1.0)
@@ -386,3 +386,5 @@ def test_the_optional_parts_are_imported_only_when_asked_for() -> None:
     said = done.stdout.splitlines()
     for extra in ("docker", "s3", "embedded", "voyage"):
         assert any(f"install tokendance[{extra}]" in line for line in said), (extra, said)
+    assert "tokendance: the embedded Postgres needs pgserver" in said[2]
+    assert "Traceback" not in done.stderr
