@@ -16,6 +16,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 
 from adapters.bootstrap import bootstrap
+from adapters.bootstrap.parts import announce_model
 from adapters.bootstrap.roles import build_worker, dispatch_runs_to_workers
 from adapters.embedded import EmbeddedServers, LeaseHeld
 from adapters.json_logs import configure as configure_logging
@@ -57,6 +58,8 @@ def _system(
     command shares them when a live process owns them.
     """
     serving = role == "serve"
+    if role in ("serve", "api", "worker"):  # the roles that call a model say which
+        announce_model(settings)
     embedded = EmbeddedServers(
         settings.data_dir,
         postgres=settings.database_url is None,
@@ -195,18 +198,24 @@ def _demo(settings: Settings, args: argparse.Namespace) -> None:
 
 
 def _replay(settings: Settings, args: argparse.Namespace) -> None:
+    from adapters.command_store import require_recorded
     from adapters.demo import run_replay
 
+    require_recorded(settings, "replay")
     with _system(settings, relay=False, projections=False) as system:
         identical = asyncio.run(run_replay(system, args.session_id))
     sys.exit(0 if identical else 1)
 
 
 def _usage(settings: Settings, args: argparse.Namespace) -> None:
+    from adapters.command_store import empty_store_note, require_recorded
     from adapters.usage_report import report
 
+    require_recorded(settings, "usage")
     with _system(settings, relay=False, projections=False) as system:
         print(report(system.container.usage, args))
+        if note := empty_store_note(system, "usage"):
+            print(note, file=sys.stderr)
 
 
 def _teams(settings: Settings, args: argparse.Namespace) -> None:

@@ -16,16 +16,17 @@ from typing import assert_never
 from uuid import UUID, uuid4
 
 from adapters.bootstrap import replay_engine
+from adapters.command_store import empty_store_note, store_place
 from adapters.container import Container
 from adapters.llm.scripted import BUNDLED_SCRIPTS
 from adapters.settings import Settings
 from adapters.system import Engine, System
 from adapters.web_search.local_web import LocalWeb
+from application.ports import BlobStore
 from application.replay import ReplayReport, replay
 from domain.events import SessionEvent
 from domain.session import AgentSession as S
 from domain.session_decks import DeckLog as D
-from domain.values import artifact_id_of
 from projections.sessions import SessionsView
 from projections.working_memory import WorkingMemoryView
 
@@ -127,7 +128,8 @@ async def run_demo(system: System, question: str = DEMO_QUESTION) -> bool:
     await system.services.start()
     try:
         session_id = await run_session(system.container, system.engine, question)
-        return await _report(system.container, system.engine, session_id)
+        into = system.settings.data_dir / "demo-research"
+        return await _report(system.container, system.engine, session_id, into)
     finally:
         await system.stop()
 
@@ -152,7 +154,7 @@ async def run_session(
     return session_id
 
 
-async def _report(container: Container, engine: Engine, session_id: UUID) -> bool:
+async def _report(container: Container, engine: Engine, session_id: UUID, into: Path) -> bool:
     events = list(container.sessions.session_events(session_id))
     print("== event stream ==")
     for e in events:
@@ -161,7 +163,7 @@ async def _report(container: Container, engine: Engine, session_id: UUID) -> boo
     print_sources(events)
     for e in events:
         if isinstance(e, S.ArtifactCreated):
-            await _print_artifact(engine, session_id, e)
+            await print_artifact(engine.blobs, e, into)
     await _print_usage(container, session_id)
     print(f"\n== answer ==\n{textwrap.indent(final_answer(events) or '(none)', '  ')}")
     print_citations(events)
@@ -200,14 +202,19 @@ def print_sources(events: Sequence[SessionEvent]) -> None:
         print("  (none)")
 
 
-async def _print_artifact(engine: Engine, session_id: UUID, e: S.ArtifactCreated) -> None:
-    artifact_id = artifact_id_of(session_id, e.originator_version)
+async def print_artifact(blobs: BlobStore, e: S.ArtifactCreated, into: Path) -> None:
+    """The artifact, written to a file in `into` (the demo's session is in a workspace of
+    no user: the API would answer 404), and its text if it is text."""
+    data = await blobs.get(e.blob_ref)
+    into.mkdir(parents=True, exist_ok=True)
+    written = (into / (Path(e.name).name or f"artifact-{e.originator_version}")).absolute()
+    written.write_bytes(data)
     print(
         f"\n== {e.kind} artifact ==\n  {e.name}: {e.size} bytes, {e.media_type}\n"
-        f"  download: GET /api/v1/artifacts/{artifact_id}/download"
+        f"  written: {written}"
     )
     if e.media_type.startswith(("text/", "application/json")):
-        text = (await engine.blobs.get(e.blob_ref)).decode("utf-8", errors="replace")
+        text = data.decode("utf-8", errors="replace")
         print(f"\n{textwrap.indent(text.strip(), '    ')}")
 
 
@@ -262,7 +269,8 @@ def print_replay(report: ReplayReport) -> None:
 async def run_replay(system: System, session_id: UUID) -> bool:
     events = list(system.container.sessions.session_events(session_id))
     if not events:
-        print(f"session {session_id} has no events")
+        empty = empty_store_note(system, "replay")
+        print(empty or f"session {session_id} has no events in {store_place(system.settings)}")
         return False
     report = await replay_events(system.engine, events)
     print_replay(report)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from uuid import UUID
 
 from adapters.demo import describe, print_replay, replay_events, run_session
 from adapters.llm.scripted import BUNDLED_SCRIPTS
@@ -64,23 +63,20 @@ async def _demo(system: System, question: str) -> bool:
     print("== event stream ==")
     for e in events:
         print(describe(e))
-    await _print_versions(engine, session_id, events, system.settings.data_dir / "demo-slides")
+    await _print_versions(engine, events, system.settings.data_dir / "demo-slides")
     report = await replay_events(engine, events)
     print_replay(report)
     return report.identical
 
 
-async def _print_versions(
-    engine: Engine, session_id: UUID, events: list[SessionEvent], into: Path
-) -> None:
+async def _print_versions(engine: Engine, events: list[SessionEvent], into: Path) -> None:
     history = DeckHistory.of(events)
     for number in history.numbers:
         versions, made = history.versions(number), history.events(number)
         current = versions[-1]
-        artifact_id = artifact_id_of(session_id, current.created_at)
+        # Its files are written below: the API would answer 404 (the demo's session is
+        # in a workspace of no user).
         print(f"\n== deck {number}: {current.title!r} ({len(versions)} versions) ==")
-        print(f"  preview:  GET /api/v1/artifacts/{artifact_id}/preview")
-        print(f"  download: GET /api/v1/artifacts/{artifact_id}/download?format=pptx|pdf")
         for deck, e in zip(versions, made, strict=True):
             change = type(e).__qualname__.split(".")[-1]
             print(f"  version {deck.version}: {change}, {len(deck.slides)} slides, {e.size} bytes")

@@ -27,6 +27,7 @@ class ManualOutcome:
     result: str | None = None
     error: str | None = None
     action_id: str | None = None
+    tool: str = ""  # the tool called
 
 
 class ManualTools:
@@ -45,9 +46,8 @@ class ManualTools:
         tool_use_id = tool_use_id or f"{MANUAL_PREFIX}{uuid.uuid4().hex}"
         use: ToolUseContent = {"type": "tool_use", "id": tool_use_id, "name": name, "input": args}
         if await self.tool_calls.request(state, use) == "suspended":
-            return ManualOutcome(
-                tool_use_id, "confirm_required", action_id=action_id_for(session_id, tool_use_id)
-            )
+            action_id = action_id_for(session_id, tool_use_id)
+            return ManualOutcome(tool_use_id, "confirm_required", action_id=action_id, tool=name)
         return _outcome(state, tool_use_id)
 
     async def resume(self, session_id: UUID, tool_use_id: str) -> ManualOutcome:
@@ -70,4 +70,5 @@ def _outcome(state: RunState, tool_use_id: str) -> ManualOutcome:
         result.status,
         result=result.summary if ok else None,
         error=None if ok else result.error,
+        tool=state.ledger.tools_by_use.get(tool_use_id, ""),
     )

@@ -23,7 +23,7 @@ from uuid import UUID
 
 from application import log_context
 from application.bridge import SyncBridge
-from application.manual_tools import ManualTools
+from application.manual_tools import ManualOutcome, ManualTools
 from application.ports import RunDispatch, RunLocks
 from application.receipt import Receipt
 from application.runner import AgentRunner, RunEnd
@@ -98,8 +98,9 @@ class RunScheduler:
         )
         after = next_action(before, action_id, approved)
         if tool_use_id.startswith(MANUAL_PREFIX) and self.manual is not None:
-            await self.manual.resume(session_id, tool_use_id)  # a person's call, not a run's
-            return Answer(receipt, after)
+            # A person's call, not a run's: it has run (or was cancelled) when this answers.
+            outcome = await self.manual.resume(session_id, tool_use_id)
+            return Answer(receipt, by_hand_done(before, tool_use_id, outcome), outcome)
         session = await self.bridge(self.sessions.get_session, session_id)
         if session.active_run is not None and not session.pending_confirmations:
             await self._start(session_id, session.active_run, receipt.version)
@@ -227,6 +228,7 @@ class Answer:
 
     receipt: Receipt
     next_action: str
+    by_hand: ManualOutcome | None = None  # the call made by hand it answered, once done
 
 
 def next_action(before: AgentSession, action_id: str, approved: bool) -> str:
@@ -246,6 +248,17 @@ def next_action(before: AgentSession, action_id: str, approved: bool) -> str:
     return (
         f"the run goes on without {tool}: the refusal is kept in its context "
         "and the agent takes its next step"
+    )
+
+
+def by_hand_done(before: AgentSession, tool_use_id: str, outcome: ManualOutcome) -> str:
+    """What became of a call made by hand once its confirmation was answered."""
+    tool = before.open_tool_calls.get(tool_use_id, "the tool")
+    if outcome.status == "cancelled":
+        return f"the call of {tool} made by hand is cancelled; nothing runs"
+    return (
+        f"{tool} ran, as the call made by hand ({outcome.status}): its result is in "
+        f"`tool_result` and in the session's events as {tool_use_id}; no run goes on"
     )
 
 

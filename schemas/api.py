@@ -245,6 +245,9 @@ class ConfirmOut(msgspec.Struct):
     session_id: UUID
     status: Literal["confirmed", "rejected"]
     next_action: str
+    # A call made by hand (`POST /mcp/tools/{name}/execute`) has run, or was cancelled,
+    # when this answers: its outcome, as that route answers it unasked.
+    tool_result: ToolExecuteOut | None = None
 
 
 class StopOut(msgspec.Struct):

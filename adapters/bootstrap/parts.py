@@ -13,9 +13,9 @@ from adapters.blobs.filesystem import FilesystemBlobStore
 from adapters.documents import PdfRenderer
 from adapters.embeddings import EmbedderUnavailable, build_embedder, embedder_for
 from adapters.llm.router import Factory, ModelRouter
-from adapters.llm.scripted import load_llm_spec
+from adapters.llm.scripted import load_llm_spec, script_path
 from adapters.llm.tokens import TiktokenCounter
-from adapters.llm.unconfigured import HOW_TO_CONFIGURE, UnconfiguredLLM
+from adapters.llm.unconfigured import PROVIDER_KEYS, WAYS_TO_A_MODEL
 from adapters.price_file import PriceFileError, load_prices
 from adapters.settings import Settings
 from adapters.slides.renderer import PptxRenderer
@@ -30,6 +30,7 @@ from application.ports import (
     LLM,
     BlobStore,
     Embedder,
+    LLMNotConfigured,
     Sandbox,
     SandboxLimits,
 )
@@ -59,14 +60,41 @@ log = logging.getLogger(__name__)
 
 def build_llm(settings: Settings) -> LLM:
     """The model the settings name: scripted, or the router over the providers (each
-    built when a call first names one of its models)."""
+    built when a call first names one of its models). Says nothing: the processes that
+    call a model say which at start (`announce_model`), the commands that call none
+    stay quiet."""
     if settings.llm:
         return load_llm_spec(settings.llm, counter=TiktokenCounter())
-    router = ModelRouter(model_factories(settings), default_model=settings.model)
-    default = parse_model_name(settings.model).provider
-    if isinstance(router.provider(default), UnconfiguredLLM):
-        log.warning(HOW_TO_CONFIGURE)  # one line at start: what is missing, what to set
-    return router
+    return ModelRouter(model_factories(settings), default_model=settings.model)
+
+
+def announce_model(settings: Settings) -> None:
+    """One log line at the start of a process that calls a model: which it uses, and
+    how to set a real one (a warning when it has none, or a scripted one)."""
+    level, text = model_notice(settings)
+    log.log(level, "%s", text)
+
+
+def model_notice(settings: Settings) -> tuple[int, str]:
+    """The level and text of `announce_model`'s line."""
+    if settings.llm:
+        return logging.WARNING, (
+            f"model: the scripted model {settings.llm} ({script_path(settings.llm)}): it "
+            f"plays its script whatever is asked; for a real model unset TOKENDANCE_LLM and "
+            f"{PROVIDER_KEYS}"
+        )
+    provider = parse_model_name(settings.model).provider
+    try:
+        model_factories(settings)[provider]()  # as the first call builds it
+    except LLMNotConfigured as e:
+        return logging.WARNING, (
+            f"model: none: TOKENDANCE_MODEL={settings.model} needs a {provider} key ({e}), "
+            f"so every chat ends with LLM_NOT_CONFIGURED. To get a model, {WAYS_TO_A_MODEL}"
+        )
+    return logging.INFO, (
+        f"model: {settings.model} ({provider}; set TOKENDANCE_MODEL for another, a session, "
+        "workspace or skill may name its own)"
+    )
 
 
 def model_factories(settings: Settings) -> dict[Provider, Factory]:

@@ -14,11 +14,13 @@ from adapters.http.deps import ApiDep, Caller
 from adapters.http.openapi import SseOperation
 from adapters.http.stream_guard import permit, while_allowed
 from adapters.http.streaming import run_messages, sse_response
+from adapters.http.tools import by_hand_out
 from adapters.http.uploads import check_attachments
 from application.attachments import attach
 from application.receipt import Receipt
 from application.runs import Answer
 from application.sessions import SessionService
+from application.tools.registry import ToolRegistry
 from domain.session import AgentSession as S
 from domain.working_memory import WorkingMemory, fold_all
 from domain.working_memory_render import render
@@ -95,7 +97,9 @@ class ChatController(Controller):
         answer = await api.scheduler.answer(
             session_id, data.action_id, data.confirmed, data.feedback, str(request.user.user_id)
         )
-        return confirm_out(session_id, data.action_id, data.confirmed, data.feedback, answer)
+        return confirm_out(
+            session_id, data.action_id, data.confirmed, data.feedback, answer, api.tools
+        )
 
     @post("/{session_id:uuid}/stop", status_code=200)
     async def stop(
@@ -129,9 +133,15 @@ class ChatController(Controller):
 
 
 def confirm_out(
-    session_id: UUID, action_id: str, approved: bool, feedback: str | None, answer: Answer
+    session_id: UUID,
+    action_id: str,
+    approved: bool,
+    feedback: str | None,
+    answer: Answer,
+    tools: ToolRegistry,
 ) -> ConfirmOut:
-    """The answer of both confirm routes (`/chat/{id}/confirm`, `/hitl/{id}/confirm`)."""
+    """The answer of both confirm routes (`/chat/{id}/confirm`, `/hitl/{id}/confirm`);
+    for a call made by hand, its outcome (it has run, or was cancelled, by now)."""
     events = answer.receipt.events
     return ConfirmOut(
         request_id=action_id,
@@ -141,6 +151,7 @@ def confirm_out(
         session_id=session_id,
         status="confirmed" if approved else "rejected",
         next_action=answer.next_action,
+        tool_result=by_hand_out(answer.by_hand, tools),
     )
 
 

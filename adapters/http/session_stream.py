@@ -142,7 +142,9 @@ class HitlController(Controller):
         answer = await api.scheduler.answer(
             row.session_id, request_id, data.approved, data.user_feedback, str(request.user.user_id)
         )
-        return confirm_out(row.session_id, request_id, data.approved, data.user_feedback, answer)
+        return confirm_out(
+            row.session_id, request_id, data.approved, data.user_feedback, answer, api.tools
+        )
 
 
 async def _visible(

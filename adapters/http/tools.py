@@ -9,6 +9,7 @@ from litestar.params import FromPath, JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
 from adapters.http.deps import ApiDep, Caller
+from application.manual_tools import ManualOutcome
 from application.tools.base import AnyTool
 from application.tools.registry import ToolRegistry, ToolRejected
 from domain.errors import NotFound
@@ -52,19 +53,39 @@ class ToolController(Controller):
         request: Caller,
         api: ApiDep,
     ) -> Response[ToolExecuteOut]:
-        """Run a tool in a session by hand; 202 with an action id if it needs approval first."""
+        """Run a tool in a session by hand; 202 with an action id if it needs approval first.
+
+        Approved (`POST /api/v1/chat/{session_id}/confirm` with that action id), it runs
+        before the approval answers: the answer's `tool_result` is this route's answer.
+        """
         tool = _tool(api.tools, name)
         await api.access.session_workspace(request.user, data.session_id, write=True)
         outcome = await api.manual.execute(data.session_id, name, data.args)
         status = HTTP_202_ACCEPTED if outcome.status == "confirm_required" else HTTP_200_OK
-        body = ToolExecuteOut(
-            tool_call_id=outcome.tool_use_id,
-            status=outcome.status,
-            result=_output(outcome.result, json_output=tool.json_output),
-            error=outcome.error,
-            action_id=outcome.action_id,
-        )
-        return Response(body, status_code=status)
+        return Response(execute_out(outcome, tool), status_code=status)
+
+
+def execute_out(outcome: ManualOutcome, tool: AnyTool | None) -> ToolExecuteOut:
+    """A call made by hand, as the execute route answers it (and a confirmation of one)."""
+    json_output = tool is not None and tool.json_output
+    return ToolExecuteOut(
+        tool_call_id=outcome.tool_use_id,
+        status=outcome.status,
+        result=_output(outcome.result, json_output=json_output),
+        error=outcome.error,
+        action_id=outcome.action_id,
+    )
+
+
+def by_hand_out(outcome: ManualOutcome | None, tools: ToolRegistry) -> ToolExecuteOut | None:
+    """The outcome of the call made by hand a confirmation answered, if it answered one."""
+    if outcome is None:
+        return None
+    try:
+        tool: AnyTool | None = tools.get(outcome.tool)
+    except ToolRejected:  # an MCP tool gone since: its output as text
+        tool = None
+    return execute_out(outcome, tool)
 
 
 def _output(result: str | None, *, json_output: bool) -> str | dict[str, object] | None:

@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import replace
 
-from adapters.llm.unconfigured import UnconfiguredLLM
+from adapters.llm.unconfigured import UnconfiguredLLM, not_configured
 from application.ports import LLM, LLMBadRequest, LLMNotConfigured
 from domain.conversation import ModelRequest, ModelTurn, StreamItem
 from domain.errors import InvalidCommand
@@ -47,7 +47,7 @@ class ModelRouter:
                     llm = factory()
                 except LLMNotConfigured as e:
                     log.warning("model provider %s is not configured: %s", provider, e)
-                    llm = UnconfiguredLLM(str(e))
+                    llm = UnconfiguredLLM(not_configured(str(e)))
             self._built[provider] = llm
         return llm
 

@@ -213,6 +213,11 @@ def load_llm_spec(spec: str, *, counter: TokenCounter | None = None) -> Scripted
 
     A malformed script raises `ScriptError` naming the file and line.
     """
+    return ScriptedLLM.from_yaml(script_path(spec), counter=counter, repeat=True, follow=True)
+
+
+def script_path(spec: str) -> Path:
+    """The script file `TOKENDANCE_LLM` names: a path, or a bundled script's bare name."""
     kind, sep, target = spec.strip().partition(":")
     if kind != "scripted" or not sep:
         raise ValueError(
@@ -224,7 +229,7 @@ def load_llm_spec(spec: str, *, counter: TokenCounter | None = None) -> Scripted
     bundled = BUNDLED_SCRIPTS / f"{path.name}.yaml"
     if path.suffix not in (".yaml", ".yml") and path.name == str(path) and bundled.exists():
         path = bundled  # a bare name (`scripted:demo`) is a script shipped with the package
-    return ScriptedLLM.from_yaml(path, counter=counter, repeat=True, follow=True)
+    return path
 
 
 def check_llm_spec(spec: str | None) -> str | None:

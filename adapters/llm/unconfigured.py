@@ -7,14 +7,25 @@ from collections.abc import AsyncIterator
 from application.ports import LLMNotConfigured
 from domain.conversation import ModelRequest, StreamItem
 
+# How to get a real model, and the one that needs no key.
+PROVIDER_KEYS = (
+    "set ANTHROPIC_API_KEY (anthropic: models), OPENAI_API_KEY (openai:, and OPENAI_BASE_URL "
+    "for an OpenAI-compatible server such as Ollama) or GEMINI_API_KEY (gemini:), with "
+    "TOKENDANCE_MODEL naming the model"
+)
+WAYS_TO_A_MODEL = (
+    f"{PROVIDER_KEYS}; or start the server with TOKENDANCE_LLM=scripted:demo for the "
+    "bundled scripted model (no key; canned answers)"
+)
 HOW_TO_CONFIGURE = (
     "no model is configured: TOKENDANCE_MODEL's provider has no key (runs fail with "
-    "LLM_NOT_CONFIGURED): set "
-    "ANTHROPIC_API_KEY for anthropic: models, OPENAI_API_KEY (and OPENAI_BASE_URL for an "
-    "OpenAI-compatible server) for openai:, GEMINI_API_KEY for gemini:; or "
-    "TOKENDANCE_LLM=scripted:demo for the bundled scripted model (no key needed), or "
-    "TOKENDANCE_LLM=scripted:<script.yaml> for your own"
+    f"LLM_NOT_CONFIGURED): {WAYS_TO_A_MODEL}"
 )
+
+
+def not_configured(reason: str) -> str:
+    """`reason` (which key a provider misses) with every way to get a model."""
+    return f"{reason}. To get a model, {WAYS_TO_A_MODEL}"
 
 
 class UnconfiguredLLM:

@@ -63,11 +63,14 @@ def test_the_demo_runs_a_research_session_shows_it_and_its_replay_matches(
     assert sources[0][1].startswith("Cold-climate heat pumps in the lab")
     assert len({url for *_, url in sources}) == 7
 
-    # The report: where to download it, and its Sources section from those numbers.
+    # The report: the file it is on disk (no user can download the demo's: its
+    # workspace is nobody's), and its Sources section from those numbers.
     report = section(out, "report artifact")
     name = r"^  do-heat-pumps-work-in-cold-climates\.md: \d+ bytes, text/markdown"
     assert re.search(name, report, re.MULTILINE)
-    assert re.search(r"download: GET /api/v1/artifacts/[0-9a-f-]{36}/download", report)
+    written = data_dir / "demo-research" / "do-heat-pumps-work-in-cold-climates.md"
+    assert f"  written: {written}\n" in report and "/api/v1/" not in out
+    assert written.read_text().startswith("# Do heat pumps work in cold climates?")
     assert "    # Do heat pumps work in cold climates?" in report
     listed = re.findall(rf"^    \[(\d+)\] (.+) - ({page})$", report, re.MULTILINE)
     assert [(int(n), title, url) for n, title, url in listed] == [
@@ -107,6 +110,7 @@ def test_the_slides_demo_builds_revises_and_regenerates_a_deck(data_root: Path) 
     deck = section(out, "deck 1: 'Heat pumps in cold climates' (3 versions)")
     assert "version 3: SlideRewritten, 6 slides" in deck
     assert "Efficiency falls with the cold, yet beats resistive heat" in deck
+    assert "/api/v1/" not in out  # the deck's files are on disk, named below
     written = data_dir / "demo-slides" / "deck-1"
     assert (written / "deck.pptx").stat().st_size > 10_000
     if shutil.which("soffice"):

@@ -1,5 +1,6 @@
 """`code_execute` through the API, as a person runs it by hand: under the default
-policy it waits for approval (202 and an action id) and runs once approved; run
+policy it waits for approval (202 and an action id) and runs once approved (the
+approval's answer carries its output); run
 directly, its answer's `result` is the object `{exit_code, duration_ms, stdout, stderr,
 files}` and the file it wrote is in the workspace and downloads as an artifact.
 """
@@ -85,3 +86,18 @@ def test_code_execute_by_hand_asks_first_then_answers_its_output_and_files(
     )
     assert bad.status_code == 200 and bad.json()["status"] == "error", bad.text
     assert "Expected `int` >= 1" in bad.json()["error"]
+
+    # The first call, approved, has run when the answer comes: the answer carries its output.
+    approved = client.post(
+        f"/api/v1/chat/{careful.json()['id']}/confirm",
+        json={"action_id": asked.json()["action_id"], "confirmed": True},
+        headers=alice,
+    )
+    assert approved.status_code == 200, approved.text
+    assert "code_execute ran" in approved.json()["next_action"], approved.json()
+    ran_by_hand = approved.json()["tool_result"]
+    assert ran_by_hand["tool_call_id"] == asked.json()["tool_call_id"]
+    assert ran_by_hand["status"] == "success", ran_by_hand
+    assert (ran_by_hand["result"]["exit_code"], ran_by_hand["result"]["stdout"].strip()) == (
+        0, "42",
+    )  # fmt: skip

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.bootstrap.parts import build_llm
+from adapters.bootstrap.parts import announce_model, build_llm
 from adapters.llm.router import ModelRouter
 from adapters.llm.scripted import ScriptedLLM, ScriptError, load_llm_spec
 from adapters.llm.unconfigured import UnconfiguredLLM
@@ -331,10 +331,12 @@ def test_with_no_model_configured_one_log_line_says_what_to_set(
 ) -> None:
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
         monkeypatch.delenv(name, raising=False)
-    with caplog.at_level(logging.WARNING):
-        llm = build_llm(Settings(data_dir=tmp_path))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    llm = build_llm(Settings(data_dir=tmp_path))
     assert isinstance(llm, ModelRouter) and isinstance(llm.provider("anthropic"), UnconfiguredLLM)
-    said = [r.getMessage() for r in caplog.records if "no model is configured" in r.getMessage()]
+    with caplog.at_level(logging.WARNING):
+        announce_model(Settings(data_dir=tmp_path))  # as `serve` does at start
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("model: none")]
     assert len(said) == 1 and "\n" not in said[0]
     assert "ANTHROPIC_API_KEY" in said[0] and "TOKENDANCE_LLM=scripted:demo" in said[0]
 
