@@ -1,6 +1,6 @@
 """The environment variables TokenDance reads: each one's default and what it is.
 
-`adapters.settings` reads them; the README's settings table lists every one (a test
+`adapters.settings` reads them; docs/settings.md lists every one (a test
 checks the names both ways).
 """
 

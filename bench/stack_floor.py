@@ -18,7 +18,7 @@ product's `EventStream`, litestar's own minus a thread hop per response):
   (the session's SSE readers); and its 2 live deltas published and delivered. 20
   sessions at once.
 Then the floor of a chat message: http + statements x statement + nats, at the
-statements `serve` runs per message (--statements; see the README), with the statements
+statements `serve` runs per message (--statements; see docs/performance.md), with the statements
 on the loop and through the thread pool, before any of the product's own work: the
 events' domain logic and encoding, the model's turn and context, authentication,
 limits, what the views compute.

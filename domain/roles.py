@@ -3,7 +3,7 @@
 A role is held in an organization (over all its teams) or in one team; a caller's
 role where it acts is the higher of the two, capped by the API key it calls with (a
 key never exceeds the role it was given). `POLICY` names the least role each action
-takes; `require` is the check, and the README prints the table.
+takes; `require` is the check, and docs/api.md prints the table.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ Action = Literal[
     "delete_team",
 ]
 
-# action -> (the least role it takes, what it covers: printed by the README)
+# action -> (the least role it takes, what it covers: printed by docs/api.md)
 POLICY: dict[Action, tuple[Role, str]] = {
     "read": ("viewer", "read sessions, their streams, events, artifacts, files and usage"),
     "write": (
@@ -105,7 +105,7 @@ def actor_of(who: UUID | Actor) -> Actor:
 
 
 def policy_table() -> str:
-    """The policy as a Markdown table (the README prints it)."""
+    """The policy as a Markdown table (docs/api.md prints it)."""
     lines = ["| action | least role | what it covers |", "| --- | --- | --- |"]
     lines += [f"| `{a}` | {role} | {what} |" for a, (role, what) in POLICY.items()]
     return "\n".join(lines)

@@ -88,7 +88,8 @@ def model_notice(settings: Settings) -> tuple[int, str]:
         model_factories(settings)[provider]()  # as the first call builds it
     except LLMNotConfigured as e:
         return logging.WARNING, (
-            f"model: none: TOKENDANCE_MODEL={settings.model} needs a {provider} key ({e}), "
+            f"model: none: TOKENDANCE_MODEL={settings.model} needs an API key for {provider} "
+            f"({e}), "
             f"so every chat ends with LLM_NOT_CONFIGURED. To get a model, {WAYS_TO_A_MODEL}"
         )
     return logging.INFO, (

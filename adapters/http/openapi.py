@@ -48,7 +48,7 @@ SSE_ROOT = "SsePayload"
 DESCRIPTION = (
     "TokenDance's HTTP API: sessions, chat over Server-Sent Events, artifacts, workspaces. "
     "Errors answer `{detail, error_code, timestamp}`. SSE payloads are the `Sse*` schemas. "
-    "The push channel, `WS /api/v1/ws`, is not here (OpenAPI has no WebSockets): see the README."
+    "The push channel, `WS /api/v1/ws`, is not here (OpenAPI has no WebSockets): see docs/api.md."
 )
 
 

@@ -1,4 +1,4 @@
-"""The README's SSE table marks optional exactly the fields a payload may leave out.
+"""The API page's SSE table marks optional exactly the fields a payload may leave out.
 
 Payloads are encoded with `omit_defaults` (schemas/sse.py): a field at its default
 (None, 0, "", 1 for `artifact_version`) is not sent at all, so a client that reads the
@@ -15,7 +15,7 @@ import msgspec
 
 from schemas.sse import PAYLOAD_CLASSES
 
-README = Path(__file__).parents[2] / "README.md"
+README = Path(__file__).parents[2] / "docs" / "api.md"
 COMMON = {"type", "version", "timestamp"}
 BY_KIND = {"notice"}  # its fields are described by kind, in words
 
@@ -23,7 +23,7 @@ BY_KIND = {"notice"}  # its fields are described by kind, in words
 def _table() -> dict[str, str]:
     """The SSE section's rows: type -> its fields cell."""
     text = README.read_text(encoding="utf-8")
-    section = text.split("### Server-Sent Events", 1)[1].split("\n## ", 1)[0]
+    section = text.split("## Server-Sent Events", 1)[1].split("\n## ", 1)[0]
     rows = re.findall(r"^\| `(\w+)` \| (.+?) \| .+ \|$", section, flags=re.MULTILINE)
     return dict(rows)
 
