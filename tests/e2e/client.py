@@ -16,6 +16,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.waiting import eventually
+
 E2E_JWT_SECRET = "e2e-secret-" + "x" * 32  # every e2e server signs with it
 
 
@@ -93,17 +95,18 @@ class Server:
             )
         if not http:
             return self  # no HTTP to ask: what it is for waits in NATS until it takes it
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"server exited with {self.process.returncode}")
+        process = self.process
+
+        def answering() -> bool:
+            if process.poll() is not None:
+                raise RuntimeError(f"server exited with {process.returncode}")
             try:
-                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
-                    return self
+                return httpx.get(f"{self.url}/health", timeout=1).status_code == 200
             except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError("server did not answer /health")
+                return False
+
+        eventually(answering, timeout=60, what=f"{self.url}/health to answer", interval=0.1)
+        return self
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -246,15 +249,9 @@ def is_event(*names: str) -> Callable[[SseEvent], bool]:
 def wait_until(
     check: Callable[[], object], timeout: float = 10.0, interval: float = 0.05
 ) -> object:
-    """Poll `check` until it returns something truthy; that value (AssertionError on timeout)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s (last value: {value!r})")
-        time.sleep(interval)
+    """Poll `check` until it returns something truthy; that value (AssertionError naming
+    the check on timeout: `tests.waiting.eventually`, with the e2e suites' default)."""
+    return eventually(check, timeout=timeout, interval=interval)
 
 
 def settled(http: httpx.Client) -> int:

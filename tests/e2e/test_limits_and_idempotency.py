@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from adapters.settings import Settings
 from tests.e2e.client import Server, SseEvent, parse_sse
+from tests.waiting import eventually
 
 pytestmark = [pytest.mark.e2e]
 
@@ -109,14 +109,6 @@ def read_run(
     raise AssertionError(f"the stream ended before {until!r}: {[e.event for e in events]}")
 
 
-def wait_until(check: Callable[[], object], timeout: float = 15.0) -> object:
-    deadline = time.monotonic() + timeout
-    while not (value := check()):
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.1)
-    return value
-
-
 # -- rate limits ----------------------------------------------------------------------
 
 
@@ -182,7 +174,7 @@ def test_the_third_concurrent_stream_is_refused_until_one_closes(
             response = streams.enter_context(alice.stream("GET", url))
             return response if response.status_code == 200 else None
 
-        assert wait_until(reopened)
+        eventually(reopened, timeout=15, what="a stream in the freed slot", interval=0.1)
 
 
 def test_uploads_over_the_per_minute_limit_get_429(start_server: StartServer) -> None:
@@ -365,7 +357,9 @@ def test_metrics_show_requests_streams_events_lags_and_tokens(start_server: Star
             )
             return m if ready else None
 
-        m = wait_until(settled)
+        m = eventually(
+            settled, timeout=15, what="streams closed, the relay and views caught up", interval=0.1
+        )
         assert isinstance(m, dict)
     route = (("method", "POST"), ("route", "/api/v1/sessions"), ("status", "201"))
     assert m[("tokendance_http_requests_total", route)] == 1

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import nats
@@ -31,17 +28,6 @@ async def stream_notification_ids(nats_url: str, stream: str) -> list[int]:
         return ids
     finally:
         await nc.close()
-
-
-async def eventually(
-    check: Callable[[], Awaitable[bool]], *, timeout: float = 30.0, what: str = "condition"
-) -> None:
-    """Wait until `check()` is true; fail the test with `what` if it never is."""
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 def started_work(workdir: Path) -> bool:

@@ -17,7 +17,8 @@ from application.accounts import AccountService, Registration
 from projections.accounts import AccountsView, MemberRow, WorkspaceDirectory
 from projections.rebuild import rebuild
 from projections.view import ProjectionError
-from tests.integration.support import eventually, stream_notification_ids
+from tests.integration.support import stream_notification_ids
+from tests.waiting import eventually_async
 
 pytestmark = pytest.mark.integration
 
@@ -73,7 +74,7 @@ async def test_account_events_reach_the_accounts_stream_once_each_in_order(
         ids = await stream_notification_ids(nats_url, stream)
         return bool(ids) and ids[-1] >= head
 
-    await eventually(published, what=f"{stream} to reach notification {head}")
+    await eventually_async(published, what=f"{stream} to reach notification {head}")
     assert await stream_notification_ids(nats_url, stream) == stored_ids(accounts)
     sessions = await stream_notification_ids(nats_url, container.settings.nats_stream)
     assert sessions == [1], "the sessions stream carries the sessions' log only"
@@ -93,7 +94,7 @@ async def test_the_two_relays_keep_separate_checkpoints(
         sessions_at = checkpoints.max_tracking_id(f"relay:{settings.nats_stream}")
         return (accounts_at, sessions_at) == (head, 1)
 
-    await eventually(checkpointed, what="each relay to checkpoint its own log's head")
+    await eventually_async(checkpointed, what="each relay to checkpoint its own log's head")
 
 
 async def test_teams_workspaces_and_members_made_through_the_application_appear_in_the_view(
@@ -141,7 +142,7 @@ async def test_an_unknown_topic_stops_the_accounts_projection_naming_its_notific
     async def stopped() -> bool:
         return runner.error is not None
 
-    await eventually(stopped, what="the accounts projection to stop")
+    await eventually_async(stopped, what="the accounts projection to stop")
     assert f"notification id {bad}" in str(runner.error)
     assert runner.view.position() == bad - 1, "nothing after the bad event is applied"
     with pytest.raises(ProjectionError, match=f"notification id {bad}"):

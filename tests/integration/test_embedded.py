@@ -7,13 +7,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from adapters.embedded import EmbeddedServers
+from tests.waiting import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -39,13 +39,8 @@ def alive(pid: int) -> bool:
     return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"
 
 
-def wait_gone(pid: int, timeout: float = 30) -> bool:
-    deadline = time.monotonic() + timeout
-    while alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
+def wait_gone(pid: int, what: str) -> None:
+    eventually(lambda: not alive(pid), timeout=30, what=what, interval=0.1)
 
 
 def test_a_killed_owner_leaves_no_server_behind_and_data_survives(data_root: Path) -> None:
@@ -61,8 +56,8 @@ def test_a_killed_owner_leaves_no_server_behind_and_data_survives(data_root: Pat
 
     owner.send_signal(signal.SIGKILL)
     owner.wait()
-    assert wait_gone(int(started["pg_pid"])), "postgres outlived its owner"
-    assert wait_gone(int(started["nats_pid"])), "nats-server outlived its owner"
+    wait_gone(int(started["pg_pid"]), "postgres to go with its owner")
+    wait_gone(int(started["nats_pid"]), "nats-server to go with its owner")
 
     with EmbeddedServers(data_dir) as again:  # the same data directory, reused
         assert again.postgres is not None and again.postgres.owned

@@ -32,6 +32,7 @@ from domain.session import AgentSession as S
 from projections.rebuild import rebuild
 from tests.integration.conftest import BySession
 from tests.integration.test_artifacts_api import sign_up
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
 Client = TestClient  # type: ignore[type-arg]
@@ -58,15 +59,6 @@ def session(client: Client, who: dict[str, str], workspace: str, llm: BySession)
     # The answer never repeats what it was told: the marker is the user's alone.
     llm.scripts[str(sid)] = ScriptedLLM.from_turns([{"text": "Noted."}, {"text": "Noted."}])
     return sid
-
-
-def wait_until(check: object, what: str, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():  # type: ignore[operator]
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"never: {what}")
 
 
 def tables_holding(database_url: str, marker: str) -> list[str]:
@@ -148,7 +140,7 @@ def test_an_erased_user_leaves_no_byte_of_its_content_and_the_log_still_stands(
         answer = client.get("/api/v1/search", params={"q": words}, headers=who)
         return list(answer.json()["items"])
 
-    wait_until(lambda: searched(alice, MARK) and searched(bob, OTHER), "the episodes applied")
+    eventually(lambda: searched(alice, MARK) and searched(bob, OTHER), what="the episodes applied")
     assert tables_holding(database_url, MARK), "the marker is in the read models before"
     assert files_holding(settings.data_dir, MARK), "the attachment's blob, before"
     events_before = list(system.container.sessions.session_events(sid))

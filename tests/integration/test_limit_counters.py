@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -17,6 +16,7 @@ from adapters.container import Container
 from adapters.http.limits import RateLimits
 from adapters.postgres.limit_counters import PostgresCounters
 from tests.e2e.client import free_port
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -186,10 +186,12 @@ def test_a_killed_replicas_streams_free_themselves_after_the_lease(
     killed, alive = PostgresCounters(datastore, lease=0.5), PostgresCounters(datastore)
     assert killed.open_stream("user:1", 1) is not None  # and then nothing more from it
     assert alive.open_stream("user:1", 1) is None
-    deadline = time.monotonic() + 30
-    while alive.open_stream("user:1", 1) is None:
-        assert time.monotonic() < deadline, "the dead replica's lease never expired"
-        time.sleep(0.1)
+    eventually(
+        lambda: alive.open_stream("user:1", 1) is not None,
+        timeout=30,
+        what="the dead replica's lease to expire",
+        interval=0.1,
+    )
 
 
 def test_the_shared_counters_are_created_at_once_by_racing_replicas(

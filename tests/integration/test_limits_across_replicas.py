@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import replace
 
@@ -24,6 +23,7 @@ from adapters.postgres.limit_counters import PostgresCounters
 from adapters.settings import Settings
 from adapters.system import System
 from tests.e2e.client import free_port
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -175,11 +175,17 @@ async def stream_url(http: httpx.AsyncClient, headers: dict[str, str], workspace
 
 async def until_admitted(http: httpx.AsyncClient, url: str, headers: dict[str, str]) -> None:
     """Wait (without asserting how long) until a stream of the user is admitted again."""
-    deadline = time.monotonic() + 60
-    while (response := await open_stream(http, url, headers)).status_code == 429:
+
+    async def admitted() -> httpx.Response | None:
+        response = await open_stream(http, url, headers)
+        if response.status_code != 429:
+            return response
         await response.aclose()
-        assert time.monotonic() < deadline, "the stream slot never came back"
-        await asyncio.sleep(0.2)
+        return None
+
+    response = await eventually_async(
+        admitted, timeout=60, what="the stream slot to come back", interval=0.2
+    )
     assert response.status_code == 200
     await response.aclose()
 

@@ -26,6 +26,7 @@ from projections.memories import MemoriesView
 from projections.vector_graphs import ready_groups
 from tests.integration.conftest import BySession
 from tests.integration.test_artifacts_api import sign_up
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
 Client = TestClient  # type: ignore[type-arg]
@@ -121,9 +122,9 @@ def test_the_server_gives_a_namespace_that_grew_large_a_graph_of_its_own(
                 )
                 assert made.status_code == 201, made.text
             namespace = f"user:{me}"
-            deadline = time.monotonic() + 60
-            while not (graphs := built_graphs(system)) and time.monotonic() < deadline:
-                time.sleep(0.1)
+            graphs = eventually(
+                lambda: built_graphs(system), timeout=60, what="a graph built", interval=0.1
+            )
             assert graphs == [namespace], "the keeper's pass built the large namespace's graph"
             found = client.post("/api/v1/memories/search",
                                 json={"query": "Lyon office"}, headers=alice)  # fmt: skip

@@ -12,7 +12,6 @@ import io
 import random
 import shutil
 import tempfile
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from adapters.slides.office import (
     pdf_page_count,
     pdf_page_images,
 )
+from tests.waiting import eventually_async
 
 TITLES = ("One", "Two", "Three")
 
@@ -138,11 +138,12 @@ async def test_cancelling_kills_a_running_soffice_and_the_next_conversion_works(
 ) -> None:
     office = Office()
     task = asyncio.create_task(office.to_pdf(three_slide_deck()))
-    deadline = time.monotonic() + 30
-    while not any(p.name() == "soffice.bin" for p in processes_naming(private_tmp)):
+
+    def soffice_started() -> bool:
         assert not task.done(), "the conversion ended before soffice.bin was seen"
-        assert time.monotonic() < deadline, "soffice.bin never started"
-        await asyncio.sleep(0.02)
+        return any(p.name() == "soffice.bin" for p in processes_naming(private_tmp))
+
+    await eventually_async(soffice_started, timeout=30, what="soffice.bin to start", interval=0.02)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -12,7 +12,7 @@ from adapters.bootstrap import bootstrap
 from adapters.llm.unconfigured import UnconfiguredLLM
 from adapters.settings import Settings
 from adapters.system import System
-from tests.integration.support import eventually
+from tests.waiting import eventually_async
 
 pytestmark = pytest.mark.integration
 
@@ -53,9 +53,9 @@ async def test_each_view_has_one_active_consumer_and_a_standby_takes_over(
     sessions = a.container.sessions
     for _ in range(3):
         sessions.start_session(workspace_id=uuid4(), owner_id=uuid4(), title="t")
-    await eventually(caught_up(a), what="the sessions view to catch up")
+    await eventually_async(caught_up(a), what="the sessions view to catch up")
     views = set(a.container.views)
-    await eventually(
+    await eventually_async(
         lambda: asyncio.sleep(0, a.services.active_views | b.services.active_views == views),
         what="every view to have its consumer",
     )
@@ -66,9 +66,9 @@ async def test_each_view_has_one_active_consumer_and_a_standby_takes_over(
     await active.services.stop()  # its locks go with its connection
     before = standby.services.runners["sessions"].applied
     sessions.start_session(workspace_id=uuid4(), owner_id=uuid4(), title="after")
-    await eventually(
+    await eventually_async(
         lambda: asyncio.sleep(0, standby.services.runners["sessions"].applied > before),
         what="the standby to take over",
     )
-    await eventually(caught_up(standby), what="the view to catch up")
+    await eventually_async(caught_up(standby), what="the view to catch up")
     assert standby.services.active_views == views

@@ -20,7 +20,7 @@ from projections.rebuild import rebuild
 from projections.runner import ProjectionRunner
 from projections.view import ProjectionError
 from tests.fakes.feeds import ListFeed
-from tests.integration.support import eventually
+from tests.waiting import eventually_async
 
 pytestmark = pytest.mark.integration
 
@@ -113,7 +113,7 @@ async def test_an_unknown_topic_stops_the_projection_naming_its_notification_id(
     busy_session(container)
     bad = corrupt_event(container)
     runner = services.runners["sessions"]
-    await eventually(lambda: _is(runner.error is not None), what="the projection to stop")
+    await eventually_async(lambda: runner.error is not None, what="the projection to stop")
     assert isinstance(runner.error, ProjectionError)
     assert f"notification id {bad}" in str(runner.error)
     assert runner.view.position() == bad - 1, "nothing after the bad event is applied"
@@ -165,7 +165,7 @@ async def test_consumers_left_by_runners_of_one_view_each_are_deleted_at_start(
                     names & set(left)
                 )
 
-            await eventually(only_ours_and_others, what="the old consumers to go")
+            await eventually_async(only_ours_and_others, what="the old consumers to go")
             names = {c.name for c in await js.consumers_info(stream.name)}
             assert "someone-elses" in names
         finally:

@@ -15,7 +15,8 @@ import pytest
 from adapters.container import Container
 from adapters.embedded import EmbeddedNats
 from adapters.services import Services
-from tests.integration.support import eventually, stream_notification_ids
+from tests.integration.support import stream_notification_ids
+from tests.waiting import eventually_async
 
 pytestmark = pytest.mark.integration
 
@@ -42,7 +43,7 @@ async def all_published(container: Container, nats_url: str) -> list[int]:
         ids = await published(container, nats_url)
         return bool(ids) and ids[-1] >= head
 
-    await eventually(done, what=f"stream to reach notification {head}")
+    await eventually_async(done, what=f"stream to reach notification {head}")
     return await published(container, nats_url)
 
 
@@ -131,7 +132,7 @@ async def test_a_commit_held_back_by_a_trigger_is_not_skipped(
         kwargs={"idempotency_key": "slow-commit"},
     )
     held.start()
-    await eventually(
+    await eventually_async(
         lambda: asyncio.to_thread(inserting_slowly, database_url),
         what="the slow insert to hold its id, uncommitted",
     )
@@ -141,7 +142,7 @@ async def test_a_commit_held_back_by_a_trigger_is_not_skipped(
     ids = await all_published(container, nats_url)
     assert ids == stored_ids(container)
     position = services.runners["sessions"].view.position
-    await eventually(
+    await eventually_async(
         lambda: asyncio.to_thread(lambda: position() == ids[-1]), what="read model to catch up"
     )
     rows = {
@@ -239,7 +240,7 @@ async def test_commands_go_on_while_nats_is_down_and_everything_catches_up(
         ids = await all_published(container, nats_url)
         assert ids == stored_ids(container)
         view = container.views["sessions"]
-        await eventually(
+        await eventually_async(
             lambda: asyncio.to_thread(lambda: view.position() == ids[-1]),
             what="read model to catch up",
         )
@@ -257,22 +258,19 @@ async def test_only_one_relay_is_active_at_a_time(
     await standby.start()
     try:
         assert services.relay is not None and standby.relay is not None
-        await eventually(lambda: _is(services.relay.is_leader), what="the first relay to lead")  # type: ignore[union-attr]
+        relay, standing_by = services.relay, standby.relay
+        await eventually_async(lambda: relay.is_leader, what="the first relay to lead")
         # Known events go out through the leader while the standby keeps asking for the
         # lock: it has had every chance to publish them too, and has not.
         append(container, new_session(container), 3)
         head = stored_ids(container)[-1]
-        await eventually(lambda: _is(services.relay.position >= head), what="the leader to publish")  # type: ignore[union-attr]
-        await eventually(
+        await eventually_async(lambda: relay.position >= head, what="the leader to publish")
+        await eventually_async(
             lambda: asyncio.to_thread(asking_for_the_lock, database_url),
             what="the standby to ask for the lock",
         )
-        assert not standby.relay.is_leader and standby.relay.published == 0
+        assert not standing_by.is_leader and standing_by.published == 0
         await services.stop()  # the leader goes away: the standby takes over
-        await eventually(lambda: _is(standby.relay.is_leader), what="the standby to take over")  # type: ignore[union-attr]
+        await eventually_async(lambda: standing_by.is_leader, what="the standby to take over")
     finally:
         await standby.stop()
-
-
-async def _is(value: bool) -> bool:
-    return value

@@ -31,7 +31,7 @@ from domain.conversation import ModelRequest, StreamItem
 from domain.session import AgentSession as S
 from schemas.runs import RunRequest
 from tests.integration.engine_process import Deploy
-from tests.integration.support import eventually
+from tests.waiting import eventually_async
 
 pytestmark = pytest.mark.integration
 
@@ -80,7 +80,7 @@ class Stack:
         return sum(isinstance(e, kind) for e in self.events(sid))
 
     async def until(self, check: Callable[[], bool], what: str) -> None:
-        await eventually(lambda: asyncio.sleep(0, check()), what=what)
+        await eventually_async(lambda: asyncio.sleep(0, check()), what=what)
 
     async def queued(self) -> int:
         nc = self.system.services.nats
@@ -133,7 +133,7 @@ async def test_a_run_requested_twice_runs_once(make_stack: MakeStack) -> None:
     for again in (request, request, RunRequest(sid, run_id, receipt.version + 1)):
         await stack.queue.publish(again)  # the last one is not a duplicate to JetStream
     await stack.until(lambda: stack.count(sid, S.RunCompleted) == 1, "the run to end")
-    await eventually(lambda: _zero(stack), what="the queue to drain")
+    await eventually_async(lambda: _zero(stack), what="the queue to drain")
     assert stack.count(sid, S.RunStarted) == 1
     assert stack.count(sid, S.AssistantTurnRecorded) == 1
     assert stack.count(sid, S.RunCompleted) == 1
@@ -153,7 +153,7 @@ async def test_a_run_failing_on_every_delivery_fails_after_the_limit(make_stack:
     assert failed.error_code == "RUN_DELIVERY_EXHAUSTED"
     assert "the database is away" in failed.reason and "3" in failed.reason
     assert llm.calls == 3  # one try per delivery, then no more
-    await eventually(lambda: _zero(stack), what="the queue to drain")
+    await eventually_async(lambda: _zero(stack), what="the queue to drain")
 
 
 async def test_a_malformed_run_message_is_terminated_and_logged(
@@ -169,7 +169,7 @@ async def test_a_malformed_run_message_is_terminated_and_logged(
     finally:
         await nc.close()
     with caplog.at_level(logging.ERROR, logger="adapters.worker"):
-        await eventually(lambda: _zero(stack), what="the bad message to go")
+        await eventually_async(lambda: _zero(stack), what="the bad message to go")
     assert "terminating malformed run message bad-1" in caplog.text
     # Still taking runs after it.
     sid = new_session(stack)
@@ -187,7 +187,7 @@ async def test_a_stop_reaches_the_worker_that_holds_the_run(make_stack: MakeStac
     await stack.until(lambda: sid not in stack.worker._tasks, "the worker to let go")  # noqa: SLF001
     assert stack.count(sid, S.RunStopped) == 1
     assert stack.count(sid, S.AssistantTurnRecorded) == 0
-    await eventually(lambda: _zero(stack), what="the queue to drain")
+    await eventually_async(lambda: _zero(stack), what="the queue to drain")
 
 
 async def test_an_approval_resumes_the_run_on_a_worker(
@@ -197,7 +197,7 @@ async def test_an_approval_resumes_the_run_on_a_worker(
     sid = new_session(stack)
     await stack.system.engine.scheduler.send_message(sid, "please deploy")
     await stack.until(lambda: stack.count(sid, S.ConfirmationRequested) == 1, "the approval ask")
-    await eventually(lambda: _zero(stack), what="the suspended run's message to be acked")
+    await eventually_async(lambda: _zero(stack), what="the suspended run's message to be acked")
     asked = next(e for e in stack.events(sid) if isinstance(e, S.ConfirmationRequested))
     await stack.system.engine.scheduler.confirm(sid, asked.action_id, True, None, "tester")
     await stack.until(lambda: stack.count(sid, S.RunCompleted) == 1, "the run to end")
@@ -216,7 +216,7 @@ async def test_a_run_that_breaks_fails_at_once_with_the_error(make_stack: MakeSt
     await stack.until(lambda: stack.count(sid, S.RunFailed) == 1, "the run to fail")
     failed = next(e for e in stack.events(sid) if isinstance(e, S.RunFailed))
     assert failed.error_code == "INTERNAL_ERROR" and "RuntimeError: boom" in failed.reason
-    await eventually(lambda: _zero(stack), what="the queue to drain")
+    await eventually_async(lambda: _zero(stack), what="the queue to drain")
 
 
 async def test_a_run_a_worker_drives_is_not_driven_by_a_recovering_serve(

@@ -9,7 +9,7 @@ again, gets its stored events from the store; readers see only their own session
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from uuid import UUID, uuid4
 
 import pytest
@@ -22,6 +22,7 @@ from adapters.nats.live import NatsDeltaSink
 from adapters.nats.session_feed import FeedItem, Live, Stored
 from adapters.services import Services
 from domain.conversation import TextDelta
+from tests.waiting import eventually_async
 
 pytestmark = pytest.mark.integration
 
@@ -99,7 +100,7 @@ async def test_readers_of_a_session_share_one_subscription_made_and_dropped_with
 
     again = feed.read(sid, 15, idle=60)  # a new first reader subscribes anew
     task = asyncio.create_task(next_stored(again))
-    await wait_until(lambda: feed.subscriptions == 1)
+    await eventually_async(lambda: feed.subscriptions == 1, timeout=WAIT, interval=0.01)
     await append(container, sid, 1)
     assert (await task).version == 16
     assert subscriptions(nc, sid) == 1
@@ -214,9 +215,3 @@ async def test_close_ends_every_reader_of_a_shared_subscription(
     async with asyncio.timeout(WAIT):
         assert await asyncio.gather(*waiting) == [None] * READERS
     assert feed.subscriptions == 0
-
-
-async def wait_until(check: Callable[[], bool]) -> None:
-    async with asyncio.timeout(WAIT):
-        while not check():
-            await asyncio.sleep(0.01)

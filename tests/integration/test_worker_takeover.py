@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
@@ -17,9 +16,9 @@ import pytest
 from adapters.container import Container
 from adapters.nats.run_queue import RunQueue
 from domain.session import AgentSession as S
-from tests.integration.support import eventually
 from tests.integration.test_engine_restarts import started_work
 from tests.integration.worker_process import SLOW_ANSWER
+from tests.waiting import eventually_async
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -95,9 +94,9 @@ async def test_a_worker_killed_mid_tool_hands_the_run_over_and_the_tool_is_not_r
     container: Container, queue: RunQueue, workers: list[subprocess.Popen[str]], tmp_path: Path
 ) -> None:
     sid = await ask(container, queue, "please do the slow work")
-    await eventually(lambda: asyncio.sleep(0, started_work(tmp_path)), what="the tool to start")
+    await eventually_async(lambda: started_work(tmp_path), what="the tool to start")
     killed = kill_holder(container, sid, workers)
-    await eventually(lambda: asyncio.sleep(0, ended(container, sid)), what="the run to end")
+    await eventually_async(lambda: ended(container, sid), what="the run to end")
 
     events = log_of(container, sid)
     assert [type(e).__name__ for e in events].count("RunCompleted") == 1
@@ -115,9 +114,9 @@ async def test_a_worker_killed_mid_model_stream_hands_the_run_over(
 ) -> None:
     sid = await ask(container, queue, f"please {SLOW_ANSWER}")
     answers = tmp_path / "answers.log"
-    await eventually(lambda: asyncio.sleep(0, answers.exists()), what="the model to be asked")
+    await eventually_async(lambda: answers.exists(), what="the model to be asked")
     kill_holder(container, sid, workers)
-    await eventually(lambda: asyncio.sleep(0, ended(container, sid)), what="the run to end")
+    await eventually_async(lambda: ended(container, sid), what="the run to end")
 
     events = log_of(container, sid)
     turns = [e for e in events if isinstance(e, S.AssistantTurnRecorded)]
