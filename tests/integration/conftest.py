@@ -19,8 +19,11 @@ Client = TestClient  # type: ignore[type-arg]
 
 
 @pytest.fixture
-def memories(database_url: str) -> Iterator[Memories]:
+def memories(database_url: str, request: pytest.FixtureRequest) -> Iterator[Memories]:
     """Memory namespaces in an event store and the memories view fed from its log."""
+    assert request.node.get_closest_marker("empty_database"), (
+        "mark the test empty_database: these tests make the memory tables alone"
+    )
     found = Memories(database_url)
     yield found
     found.close()

@@ -19,7 +19,8 @@ from psycopg.types.json import Jsonb
 from adapters.alert_webhook import AlertWebhook, sign, verify
 from projections.budgets import OUTBOX_TABLE, BudgetsView
 
-pytestmark = pytest.mark.integration
+# Each test makes the tables it uses on an empty database (`database_url`).
+pytestmark = [pytest.mark.integration, pytest.mark.empty_database]
 
 SECRET = b"test-secret-of-at-least-32-bytes!"
 

@@ -300,6 +300,7 @@ def datastore(database_url: str) -> Iterator[PostgresDatastore]:
     found.close()
 
 
+@pytest.mark.empty_database  # the view's tables alone (see `datastore`)
 def test_a_reembed_moves_search_and_new_episodes_to_the_new_model(
     datastore: PostgresDatastore, sessions: SessionService
 ) -> None:

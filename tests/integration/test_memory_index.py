@@ -23,7 +23,8 @@ from projections.rebuild import rebuild
 from projections.vector_graphs import GraphKeeper, ready_groups
 from tests.integration.memory_store import ALICE, Memories, user
 
-pytestmark = pytest.mark.integration
+# Each test makes the tables it uses on an empty database (`database_url`).
+pytestmark = [pytest.mark.integration, pytest.mark.empty_database]
 
 
 def test_a_query_finds_one_memory_by_its_words_and_another_by_its_meaning(

@@ -32,8 +32,10 @@ from tests.integration.memory_store import (
     indexes_of_vectors,
     user,
 )
+from tests.waiting import eventually
 
-pytestmark = pytest.mark.integration
+# Each test makes the tables it uses on an empty database (`database_url`).
+pytestmark = [pytest.mark.integration, pytest.mark.empty_database]
 
 
 def test_a_namespace_gets_a_graph_of_its_own_when_large_and_loses_it_when_small(
@@ -90,10 +92,11 @@ def test_a_graph_build_cut_short_is_found_and_made_again(memories: Memories) -> 
         building = threading.Thread(target=guarded(lambda: print(keeper.keep()), failures))
         building.start()
         name = GroupIndex(MemoriesView.VECTORS, str(ns), "").name  # the words: built first
-        deadline = time.monotonic() + 30
-        while name not in indexes_of_vectors(memories, "memories"):
-            assert time.monotonic() < deadline, "the build never began"
-            time.sleep(0.05)
+        eventually(
+            lambda: name in indexes_of_vectors(memories, "memories"),
+            timeout=30,
+            what="the build to begin",
+        )
         assert graph_state(memories) == {(str(ns), ""): False}, "made, not yet valid"
         time.sleep(0.2)  # waiting for the blocker
         keeper.cancel()
