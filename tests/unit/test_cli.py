@@ -52,18 +52,3 @@ def test_help_and_a_bad_argument_answer_without_loading_the_servers_or_the_wirin
     )
     heavy = ("adapters.bootstrap", "adapters.cli_commands", "psycopg", "nats")
     assert loaded_of(heavy, asked) == []
-
-
-def test_the_wiring_leaves_the_heavy_renderers_and_clients_to_their_first_use() -> None:
-    """python-pptx, ReportLab, trafilatura and minio load when a deck, a PDF, a page or
-    an S3 store is first wanted: a process that never needs one starts without them."""
-    wired = (
-        "import tempfile\n"
-        "from pathlib import Path\n"
-        "import adapters.cli_commands\n"
-        "from adapters.bootstrap.parts import build_blobs, build_tools\n"
-        "from adapters.settings import Settings\n"
-        "settings = Settings(data_dir=Path(tempfile.mkdtemp()))\n"
-        "tools, blobs = build_tools(settings), build_blobs(settings)"
-    )
-    assert loaded_of(("pptx", "reportlab", "trafilatura", "minio"), wired) == []

@@ -1,5 +1,5 @@
 // Compiled against the types openapi-typescript generates from the OpenAPI document
-// (./api.d.ts, written by tests/unit/test_openapi_client.py); a mistyped or missing
+// (./api.d.ts, written by tests/integration/test_openapi_client.py); a mistyped or missing
 // shape is a compile error, and each @ts-expect-error must meet one.
 import type { components, operations, paths } from "./api";
 
