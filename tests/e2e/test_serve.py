@@ -70,5 +70,5 @@ def test_serve_starts_everything_answers_health_and_stops_cleanly(data_root: Pat
         server.send_signal(signal.SIGTERM)
         _, errors = server.communicate(timeout=60)
     assert server.returncode == 0, errors
-    assert wait_gone(postgres_pid), "postgres outlived `tokendance serve`"
+    wait_gone(postgres_pid, "postgres to go with `tokendance serve`")
     assert not (data_dir / "nats" / "server.json").exists()
