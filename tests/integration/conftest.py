@@ -41,6 +41,13 @@ class BySession:
 
 
 @pytest.fixture
+def client(system: System) -> Iterator[Client]:
+    """The HTTP API of the test's system, in process (its services run with it)."""
+    with TestClient(create_app(system.container, system.services, system.engine)) as client:
+        yield client
+
+
+@pytest.fixture
 def running(
     settings: Settings, database_url: str, nats_url: str
 ) -> Iterator[tuple[Client, System, BySession]]:

@@ -7,7 +7,6 @@ answer the same 404. The SSE `artifact` payload names the artifact's id.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from urllib.parse import quote
 from uuid import UUID, uuid4
 
@@ -15,7 +14,6 @@ import pytest
 from litestar.testing import TestClient
 
 from adapters.documents.pdf import ReportLabDocumentRenderer
-from adapters.http.app import create_app
 from adapters.system import System
 from application.tools.create_doc import MARKDOWN, PDF
 from domain.values import artifact_id_of
@@ -24,13 +22,6 @@ pytestmark = pytest.mark.integration
 
 Client = TestClient  # type: ignore[type-arg]
 REPORT = "# Laptops\n\nLight ones [1].\n\n## Sources\n\n[1] One - https://a.example/one\n"
-
-
-@pytest.fixture
-def client(system: System) -> Iterator[Client]:
-    app = create_app(system.container, system.services, system.engine)
-    with TestClient(app) as client:
-        yield client
 
 
 def sign_up(client: Client, email: str) -> tuple[dict[str, str], str]:

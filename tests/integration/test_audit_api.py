@@ -4,13 +4,11 @@ tenant's session."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from uuid import UUID, uuid4
 
 import pytest
 from litestar.testing import TestClient
 
-from adapters.http.app import create_app
 from adapters.system import System
 from tests.integration.test_artifacts_api import sign_up
 from tests.integration.test_hash_chain import rows, sql
@@ -18,12 +16,6 @@ from tests.integration.test_hash_chain import rows, sql
 pytestmark = pytest.mark.integration
 
 Client = TestClient  # type: ignore[type-arg]
-
-
-@pytest.fixture
-def client(system: System) -> Iterator[Client]:
-    with TestClient(create_app(system.container, system.services, system.engine)) as client:
-        yield client
 
 
 def test_the_audit_endpoint_and_the_events_route_show_the_chain(

@@ -8,13 +8,10 @@ files}` and the file it wrote is in the workspace and downloads as an artifact.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 
 import pytest
 from litestar.testing import TestClient
 
-from adapters.http.app import create_app
-from adapters.system import System
 from tests.integration.test_artifacts_api import sign_up
 
 pytestmark = [
@@ -30,13 +27,6 @@ total = sum(int(r["amount"]) for r in rows)
 open("total.md", "w").write(f"# Total\\n\\n{total}\\n")
 print(total)
 """
-
-
-@pytest.fixture
-def client(system: System) -> Iterator[Client]:
-    app = create_app(system.container, system.services, system.engine)
-    with TestClient(app) as client:
-        yield client
 
 
 def test_code_execute_by_hand_asks_first_then_answers_its_output_and_files(

@@ -15,7 +15,6 @@ exactly their own sessions, usage and memories.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
 from uuid import UUID
@@ -26,7 +25,6 @@ from litestar.testing import TestClient
 from psycopg.rows import dict_row
 
 import adapters.http.auth as auth_module
-from adapters.http.app import create_app
 from adapters.http.tenant_reads import tenant_reads
 from adapters.postgres.row_security import (
     ORGANIZATIONS,
@@ -47,13 +45,6 @@ pytestmark = pytest.mark.integration
 
 Client = TestClient  # type: ignore[type-arg]
 PASSWORD = "correct horse battery"
-
-
-@pytest.fixture
-def client(system: System) -> Iterator[Client]:
-    app = create_app(system.container, system.services, system.engine)
-    with TestClient(app) as client:
-        yield client
 
 
 def sign_up(client: Client, email: str) -> tuple[dict[str, str], dict[str, str]]:

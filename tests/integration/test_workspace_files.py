@@ -66,13 +66,6 @@ def settings(request: pytest.FixtureRequest, settings: Settings) -> Settings:
     )
 
 
-@pytest.fixture
-def client(system: System) -> Iterator[Client]:
-    app = create_app(system.container, system.services, system.engine)
-    with TestClient(app) as client:
-        yield client
-
-
 def stored_blobs(system: System) -> list[bytes]:
     """Every blob the store holds, whichever store it is."""
     blobs = system.engine.blobs
