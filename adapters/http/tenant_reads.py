@@ -7,7 +7,7 @@ through these, so row-level security (`adapters.postgres.row_security`) holds fo
 every one of them. The projections, the engine, the probes and `/metrics` keep the
 owner's pool (`container.views`).
 
-`resolve_caller` finds, where a request's caller is authenticated, the organizations
+`caller_of` finds, where a request's caller is authenticated, the organizations
 it belongs to (from the accounts' aggregates, as authorization does) and sets them for
 the rest of the request; a caller in no organization sees no read-model row.
 """

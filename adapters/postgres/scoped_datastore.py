@@ -1,7 +1,7 @@
 """The API's read-model connections: the API role's pool, scoped to the caller.
 
 `caller` holds who a request speaks for (its organizations and user), set where the
-request's caller is resolved (`adapters.http.tenant_reads.resolve_caller`). Store calls
+request's caller is authenticated (`adapters.http.auth.authenticate`). Store calls
 go through `SyncBridge`, which runs each call in a copy of its caller's context, so the
 thread that runs a query sees the request's `caller`.
 
@@ -11,6 +11,10 @@ security policies of `adapters.postgres.row_security` answer no row). The settin
 the session's (`set_config(..., false)`, sent while the pooled connection is idle in
 autocommit): the views read in autocommit mode as well as in transactions, and a
 transaction-local setting would be gone before an autocommit read's statement.
+
+That first statement is also the connection's check: one Postgres closed (it restarted)
+is discarded and the next one tried, as many times as the pool holds connections, so
+the first reads after a restart do not answer 503 for connections made before it.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from uuid import UUID
 
+import psycopg
 from eventsourcing.postgres import PostgresDatastore
 from psycopg import Connection
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -56,9 +61,17 @@ class ScopedDatastore(PostgresDatastore):
         who = caller.get()
         organizations = ",".join(str(o) for o in who.organization_ids)
         user = "" if who.user_id is None else str(who.user_id)
-        with super().get_connection() as conn:
-            conn.execute(SET_CALLER, (ORGANIZATIONS, organizations, USER, user))
-            yield conn
+        settings = (ORGANIZATIONS, organizations, USER, user)
+        for attempt in range(self.pool.max_size + 1):
+            with super().get_connection() as conn:
+                try:
+                    conn.execute(SET_CALLER, settings)
+                except psycopg.OperationalError:
+                    if not conn.broken or attempt == self.pool.max_size:
+                        raise
+                    continue  # back in the pool a broken connection is thrown away
+                yield conn
+                return
 
 
 @dataclass(frozen=True)

@@ -78,12 +78,6 @@ def test_serve_killed_and_restarted_at_once_ten_times_stays_ready(
             assert postmaster_pid(data_dir) == before, "the old watchdog stopped Postgres"
 
 
-@pytest.mark.xfail(
-    reason="known defect (issue 34, row-level security): after the embedded Postgres is "
-    "killed and restarted, the API role's read pool answers 503 UNAVAILABLE while the "
-    "owner's pool has recovered; to fix first next session",
-    strict=True,
-)
 def test_killed_nats_and_postgres_are_restarted_and_everything_catches_up(
     data_dir: Path, serves: list[Serve]
 ) -> None:

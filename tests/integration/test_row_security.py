@@ -40,6 +40,7 @@ from domain.budgets import Spend
 from domain.conversation import Usage
 from domain.values import PlanItem
 from tests.integration.test_usage_view import SONNET, call
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -231,3 +232,34 @@ def test_a_caller_in_no_organization_sees_nothing_and_gets_no_error(
     assert [s["id"] for s in client.get("/api/v1/sessions/", headers=auth).json()["items"]] == [
         str(sid)
     ]
+
+
+def test_the_api_roles_connections_closed_by_the_server_are_replaced_not_answered_503(
+    system: System, client: Client
+) -> None:
+    """As after a Postgres restart: every pooled connection of the API role is gone, and
+    the next read still answers, on a new connection (not a 503 for each old one)."""
+    auth, _, sid = fill(system, client, "dave@example.com")
+    caught_up(system)
+    reads = tenant_reads(system.container)
+    try:
+        with reads.datastore.get_connection():
+            pass  # the pool opens and makes its connections
+        pool = reads.datastore.pool
+        eventually(lambda: pool.get_stats()["pool_available"] >= pool.min_size)
+        role = api_login(system.container.database_url, system.settings.api_database_url).role
+        with psycopg.connect(system.container.database_url, autocommit=True) as conn:
+            ended = conn.execute(
+                "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE usename = %s AND datname = current_database()",
+                (role,),
+            ).fetchone()
+        assert ended is not None and ended[0] >= pool.min_size >= 2, ended
+        with reads.datastore.get_connection() as conn:
+            assert conn.execute("SELECT current_setting(%s) AS o", (ORGANIZATIONS,)).fetchone()
+    finally:
+        reads.close()
+    for _ in range(3):  # and through the API, whose own pool lost its connections too
+        listed = client.get("/api/v1/sessions/", headers=auth)
+        assert listed.status_code == 200, listed.text
+        assert [s["id"] for s in listed.json()["items"]] == [str(sid)]
