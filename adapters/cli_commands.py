@@ -221,13 +221,10 @@ def _usage(settings: Settings, args: argparse.Namespace) -> None:
 def _teams(settings: Settings, args: argparse.Namespace) -> None:
     from adapters.team_commands import run_teams
     from domain.errors import DomainError
-    from projections.accounts import AccountsView
 
     with _system(settings, relay=False, projections=False) as system:
-        view = system.container.views[AccountsView.name]
-        assert isinstance(view, AccountsView)
         try:
-            print(run_teams(system.container.accounts, view, args))
+            print(run_teams(system.container.accounts, system.container.views.accounts, args))
         except DomainError as e:
             sys.exit(f"tokendance teams {args.action}: {e}")
 

@@ -19,9 +19,8 @@ from application.workspace_files import WorkspaceFiles
 from projections.accounts import AccountsView
 from projections.budgets import BudgetsView
 from projections.memories import MemoriesView
-from projections.usage import UsageView
+from projections.read_models import ReadModels
 from projections.usage_queries import UsageQueries
-from projections.view import View
 from projections.workspace_files import WorkspaceFilesView
 
 # Fed by the accounts' log (workspace folders live there too).
@@ -38,7 +37,7 @@ class Container:
     database_url: str
     nats_url: str
     sessions: SessionService
-    views: dict[str, View]
+    views: ReadModels
     checkpoints: PostgresTrackingRecorder
     bridge: SyncBridge
     accounts: AccountService
@@ -66,7 +65,7 @@ class Container:
     @property
     def usage(self) -> UsageQueries:
         """Queries on the usage and budgets read models."""
-        return UsageQueries(self.views[UsageView.name].datastore)
+        return UsageQueries(self.views.usage.datastore)
 
     def close(self) -> None:
         self.bridge.close()

@@ -27,8 +27,6 @@ from application.replay import ReplayReport, replay
 from domain.events import SessionEvent
 from domain.session import AgentSession as S
 from domain.session_decks import DeckLog as D
-from projections.sessions import SessionsView
-from projections.working_memory import WorkingMemoryView
 
 DEMO_QUESTION = "Research whether heat pumps work in cold climates, with sources."
 RESEARCH_SCRIPT = BUNDLED_SCRIPTS / "research.yaml"
@@ -173,9 +171,7 @@ async def _report(container: Container, engine: Engine, session_id: UUID, into: 
 
 
 async def _print_memory(container: Container, session_id: UUID) -> None:
-    memory_view = container.views["working_memory"]
-    assert isinstance(memory_view, WorkingMemoryView)
-    memory = await container.bridge(memory_view.get, session_id)
+    memory = await container.bridge(container.views.working_memory.get, session_id)
     if memory is not None:
         for title, text in (
             ("task_plan.md", memory.task_plan),
@@ -219,9 +215,7 @@ async def print_artifact(blobs: BlobStore, e: S.ArtifactCreated, into: Path) -> 
 
 
 async def _print_usage(container: Container, session_id: UUID) -> None:
-    sessions_view = container.views["sessions"]
-    assert isinstance(sessions_view, SessionsView)
-    row = await container.bridge(sessions_view.get, session_id)
+    row = await container.bridge(container.views.sessions.get, session_id)
     if row is not None:
         print(
             f"\n== token usage ==\n  input {row.input_tokens}, output {row.output_tokens}, "

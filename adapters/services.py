@@ -134,10 +134,7 @@ class Services:
     def _start_graph_keeper(self) -> None:
         """Give each namespace that grew large a vector graph of its own (and drop those no
         longer wanted), a pass now and then; processes take turns by the keeper's lock."""
-        view = self.container.views.get(MemoriesView.name)
-        if view is None:
-            return
-        keeper = GraphKeeper(view.datastore, [MemoriesView.VECTORS])
+        keeper = GraphKeeper(self.container.views.memories.datastore, [MemoriesView.VECTORS])
 
         async def keep() -> None:
             while True:

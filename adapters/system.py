@@ -16,6 +16,8 @@ from adapters.telemetry import shutdown
 
 if TYPE_CHECKING:  # the SDK is imported only when spans are exported
     from opentelemetry.sdk.trace import TracerProvider
+
+    from adapters.http.parts import HttpParts  # which builds on `Engine`
 from application.bridge import SyncBridge
 from application.manual_tools import ManualTools
 from application.ports import BlobStore
@@ -46,6 +48,7 @@ class System:
     container: Container
     services: Services
     engine: Engine
+    http: HttpParts  # what `create_app` serves, when this process serves the API
     telemetry: TracerProvider | None = None  # set when spans are exported (OTLP)
 
     @property

@@ -24,6 +24,7 @@ from eventsourcing.postgres import (
 )
 from nats.js import JetStreamContext
 
+from adapters.bootstrap.http import build_http
 from adapters.bootstrap.in_memory import in_memory_sessions
 from adapters.bootstrap.parts import (
     build_blobs,
@@ -89,9 +90,10 @@ from projections.budgets import BudgetsView
 from projections.confirmations import ConfirmationsView
 from projections.episodes import EpisodesView
 from projections.memories import MemoriesView
+from projections.read_models import ReadModels
 from projections.sessions import SessionsView
 from projections.usage import UsageView
-from projections.view import TRACKING_TABLE, View
+from projections.view import TRACKING_TABLE
 from projections.working_memory import WorkingMemoryView
 from projections.workspace_files import WorkspaceFilesView
 
@@ -155,7 +157,7 @@ def bootstrap(
         memories=container.memories, memory_access=container.memory_access,
         mcp=mcp_connections(settings, container),
     )  # fmt: skip
-    return System(container, services, engine, telemetry)
+    return System(container, services, engine, build_http(container, services, engine), telemetry)
 
 
 def mcp_connections(settings: Settings, container: Container) -> McpConnections:
@@ -269,21 +271,19 @@ def _open_store(
     factory = sessions.factory
     assert isinstance(factory, PostgresFactory)
     models = embedding_models(settings)
-    views: dict[str, View] = {
-        v.name: v
-        for v in (
-            SessionsView(factory.datastore),
-            WorkingMemoryView(factory.datastore),
-            ConfirmationsView(factory.datastore),
-            AccountsView(factory.datastore),
-            UsageView(factory.datastore),
-            BudgetsView(factory.datastore),
-            ArtifactsView(factory.datastore),
-            WorkspaceFilesView(factory.datastore),
-            MemoriesView(factory.datastore, models),
-            EpisodesView(factory.datastore, models),
-        )
-    }
+    store = factory.datastore
+    views = ReadModels(
+        sessions=SessionsView(store),
+        working_memory=WorkingMemoryView(store),
+        confirmations=ConfirmationsView(store),
+        accounts=AccountsView(store),
+        usage=UsageView(store),
+        budgets=BudgetsView(store),
+        artifacts=ArtifactsView(store),
+        workspace_files=WorkspaceFilesView(store),
+        memories=MemoriesView(store, models),
+        episodes=EpisodesView(store, models),
+    )
     checkpoints = PostgresTrackingRecorder(factory.datastore, tracking_table_name=TRACKING_TABLE)
     key_store = PostgresKeyStore(factory.datastore)
     for recorder in (*views.values(), checkpoints):
@@ -313,9 +313,7 @@ def _open_store(
         )
     bridge = SyncBridge(settings.thread_pool_size)
     files = WorkspaceFiles(accounts, blobs, bridge, max_bytes=settings.max_upload_bytes)
-    index = views[MemoriesView.name]
-    assert isinstance(index, MemoriesView)
-    memories = Memories(accounts, index, bridge)
+    memories = Memories(accounts, views.memories, bridge)
     copies = PostgresPersonalCopies(
         factory.datastore,
         [recorder_of(sessions), recorder_of(accounts)],

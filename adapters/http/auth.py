@@ -6,10 +6,9 @@ from litestar.connection import ASGIConnection
 from litestar.datastructures import State
 from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
 
-from adapters.http.deps import Access
+from adapters.http.deps import api_of
 from adapters.http.errors import ApiError
 from adapters.http.tenant_reads import SCOPE_KEY, caller, caller_of
-from adapters.postgres.api_key_uses import ApiKeyUses
 from adapters.postgres.scoped_datastore import Caller
 from application import log_context
 from application.accounts import AccountService
@@ -45,7 +44,7 @@ class BearerTokenAuthentication(AbstractAuthenticationMiddleware):
             if not token:
                 raise ApiError(401, "a bearer access token is required", "UNAUTHORIZED")
         principal = await authenticate(connection.app.state, token.strip())
-        connection.scope[SCOPE_KEY] = caller.get()  # type: ignore[literal-required]
+        connection.scope["state"][SCOPE_KEY] = caller.get()  # for the MCP endpoint
         return AuthenticationResult(user=principal, auth=token)
 
 
@@ -53,13 +52,13 @@ async def authenticate(state: State, token: str) -> Principal:
     """Who the access token or API key speaks for (`AuthError` when nobody); a key's use
     is counted. The push socket (`ws`) authenticates with it too. The caller's
     organizations are set for the rest of the request (`adapters.http.tenant_reads`)."""
-    access: Access = state.access
+    api = api_of(state)
+    access = api.access
     principal, who = await access.bridge(_resolve, access.accounts, token)
     caller.set(who)
     log_context.set_user(principal.user_id)  # on the request's log lines (not the token)
     if principal.api_key_id is not None:
-        uses: ApiKeyUses = state.key_uses
-        uses.note(principal.api_key_id)
+        api.key_uses.note(principal.api_key_id)
     return principal
 
 

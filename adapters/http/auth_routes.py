@@ -11,7 +11,7 @@ from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CON
 from msgspec import convert, to_builtins
 
 from adapters.http.deps import Api, ApiDep, Caller
-from adapters.http.login_limits import client_address, login_limits
+from adapters.http.login_limits import client_address
 from application.accounts import TokenPair, WorkspaceInfo
 from domain.account_errors import EmailTaken
 from domain.accounts import User
@@ -73,8 +73,7 @@ class AuthController(Controller):
         """Tokens of a new login. An unknown email and a wrong password answer alike (401
         INVALID_CREDENTIALS); after TOKENDANCE_LOGIN_ATTEMPTS failures in 15 minutes of
         the account, or from the address, 429 RATE_LIMITED (adapters/http/login_limits.py)."""
-        limits = login_limits(request.app)
-        async with limits.attempt(data.email, client_address(request)):
+        async with api.login_limits.attempt(data.email, client_address(request)):
             pair = await api.bridge(api.accounts.login, data.email, data.password)
         return _tokens(pair)
 

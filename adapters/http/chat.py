@@ -35,8 +35,6 @@ from schemas.api import (
     WorkingMemoryOut,
 )
 
-DEFAULT_APPROVAL_WAIT = 600.0  # seconds (the app's settings say otherwise)
-
 
 class ChatController(Controller):
     path = "/api/v1/chat"
@@ -65,7 +63,7 @@ class ChatController(Controller):
         if first is None:
             uploads = [a for a in data.attachments if isinstance(a, str)]
             file_ids = [a.file_id for a in data.attachments if isinstance(a, FileAttachment)]
-            await check_attachments(request.app.state, api.bridge, session_id, uploads)
+            await check_attachments(api.uploads, api.bridge, session_id, uploads)
             attached = await attach(api.workspace_files, api.blobs, workspace_id, file_ids)
             receipt = await api.scheduler.send_message(
                 session_id, data.content, attachments=uploads, idempotency_key=key,
@@ -74,7 +72,7 @@ class ChatController(Controller):
             )  # fmt: skip
             first = receipt.version - len(receipt.events), _run_of(receipt)
         after, run_id = first
-        wait = float(request.app.state.get("approval_wait", DEFAULT_APPROVAL_WAIT))
+        wait = api.approval_wait
         messages = run_messages(api.feed, session_id, after, run_id)
         waiting = run_waiting(api.sessions, api.bridge, session_id, run_id)
         allowed = permit(api.access, request.user, session_id)
@@ -124,8 +122,8 @@ class ChatController(Controller):
         await api.access.session_workspace(request.user, session_id)
         # Read-your-writes: the view, once it has what the log held when asked (a plan
         # or a note just streamed); if it is further behind than a query waits, the log.
-        fresh = await api.views.waiter.caught_up(WorkingMemoryView.name)
-        memory = await api.bridge(api.views.memory.get, session_id) if fresh else None
+        fresh = await api.waiter.caught_up(WorkingMemoryView.name)
+        memory = await api.bridge(api.views.working_memory.get, session_id) if fresh else None
         if memory is None:  # the read model is behind: render from the log itself
             events = await api.bridge(lambda: list(api.sessions.session_events(session_id)))
             memory = render(fold_all(events))

@@ -22,17 +22,18 @@ from domain.account_errors import AuthError, WorkspaceNotFound
 from domain.errors import NotFound, SessionNotFound
 from domain.roles import require
 from domain.session import AgentSession
-from projections.confirmations import ConfirmationsView
-from projections.sessions import SessionsView
-from projections.working_memory import WorkingMemoryView
+from projections.read_models import ReadModels
 
 if TYPE_CHECKING:  # `Api`'s field types only (the handlers' modules import this one)
     from adapters.http.artifact_lookup import ArtifactLookup
     from adapters.http.cursors import Cursors
     from adapters.http.deck_pages import DeckPages
     from adapters.http.episodic_search import Episodes
+    from adapters.http.login_limits import LoginLimits
     from adapters.http.memories import MemoryApi
+    from adapters.http.metrics import Metrics
     from adapters.http.ops import Probes
+    from adapters.http.uploads import SessionUploads
     from adapters.http.usage import Billing
     from adapters.http.workspace_files import FileListing
     from adapters.nats.session_feed import SessionFeed
@@ -51,16 +52,6 @@ if TYPE_CHECKING:  # `Api`'s field types only (the handlers' modules import this
 Caller = Request[Principal, str, State]  # an authenticated request
 HEAD_TTL = 1.0  # seconds the accounts log's head is taken as known
 KNOWN_SESSIONS = 100_000  # sessions whose workspace a process keeps (forgotten all at once)
-
-
-@dataclass(frozen=True)
-class ReadModels:
-    """The read models queries use, and the waiter for read-your-writes."""
-
-    sessions: SessionsView
-    memory: WorkingMemoryView
-    confirmations: ConfirmationsView
-    waiter: ViewWaiter
 
 
 @dataclass(frozen=True)
@@ -172,7 +163,8 @@ class Api:
     sessions: SessionService
     accounts: AccountService
     bridge: SyncBridge
-    views: ReadModels
+    views: ReadModels  # as the API role, scoped to the caller (`tenant_reads.py`)
+    waiter: ViewWaiter  # read-your-writes: until a read model has applied a write
     access: Access
     feed: SessionFeed
     scheduler: RunScheduler
@@ -195,8 +187,20 @@ class Api:
     cursors: Cursors  # the lists' page cursors
     chain: PostgresHashChain  # the sessions log's hash chain (the audit routes)
     erasure: Erasure  # of a user's personal data
+    login_limits: LoginLimits  # failed logins, per account and address
+    uploads: SessionUploads  # which blobs each session may cite
+    metrics: Metrics  # this process's registry (`/metrics`)
+    approval_wait: float  # seconds a chat stream waits across an approval
     mcp_operator_file: Path | None = None  # TOKENDANCE_MCP_SERVERS
     mcp_probe_timeout: float = 10.0  # seconds a server has to answer its registration
 
 
 ApiDep = NamedDependency[SkipValidation[Api]]  # provided as is: nothing to validate
+
+
+def api_of(state: State) -> Api:
+    """The app's `Api`, for what runs outside the handlers' dependencies (middleware):
+    `create_app` keeps it in the app's state, and nothing else."""
+    api = state.api
+    assert isinstance(api, Api)
+    return api

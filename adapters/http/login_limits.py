@@ -31,7 +31,6 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import ParamSpec, Protocol, TypeVar
 
-from litestar import Litestar
 from litestar.datastructures import Address
 
 from adapters.http.errors import ApiError
@@ -137,10 +136,3 @@ class Connected(Protocol):
 
 def client_address(request: Connected) -> str:
     return request.client.host if request.client else "unknown"
-
-
-def login_limits(app: Litestar) -> LoginLimits:
-    """The app's login limits (`create_app` puts them in its state)."""
-    limits = app.state.login_limits
-    assert isinstance(limits, LoginLimits)
-    return limits

@@ -52,6 +52,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 
+from adapters.http.deps import api_of
 from adapters.http.errors import status_of
 from adapters.http.limits import RateLimits
 from adapters.http.ops import Probes
@@ -194,7 +195,7 @@ class StoreCollector:
         tokens = GaugeMetricFamily(
             "tokendance_model_tokens", "Model tokens over all sessions", labels=["kind"]
         )
-        with probes.views["sessions"].datastore.get_connection() as conn:
+        with probes.views.sessions.datastore.get_connection() as conn:
             row = conn.execute(TOKENS_SQL).fetchone() or {}
         for kind in TOKEN_KINDS:
             tokens.add_metric([kind], int(row.get(kind, 0)))
@@ -210,7 +211,7 @@ def _by_model(probes: Probes) -> Iterator[Metric]:
     cost = GaugeMetricFamily(
         "tokendance_model_cost_usd", "What model calls cost, by model", labels=["model"]
     )
-    with probes.views["usage"].datastore.get_connection() as conn:
+    with probes.views.usage.datastore.get_connection() as conn:
         rows = conn.execute(USAGE_BY_MODEL_SQL).fetchall()
     for row in rows:
         for kind in TOKEN_KINDS:
@@ -270,6 +271,6 @@ async def metrics_endpoint(
     """Prometheus metrics (text exposition format): this process's (counters that sum
     across replicas), or with `scope=global` the store's totals and lags (gauges, alike
     from every replica: scrape one)."""
-    metrics: Metrics = request.app.state.metrics
+    metrics = api_of(request.app.state).metrics
     body = await metrics.exposition(of)
     return Response(body, media_type=CONTENT_TYPE_LATEST)

@@ -14,7 +14,7 @@ from adapters.http.read_your_writes import ViewWaiter
 from adapters.services import Services
 from application.auto_memory import MemoryKeeper
 from application.bridge import SyncBridge
-from projections.view import View
+from projections.read_models import ReadModels
 from schemas.health import Health, KeeperHealth, ProjectionHealth, RelayHealth
 
 READY_LAG = 10_000  # events a projection may trail the log by and still be "ready"
@@ -25,7 +25,7 @@ class Probes:
     """What the operational endpoints and metrics look at: the log, relay and read models."""
 
     recorder: PostgresApplicationRecorder
-    views: dict[str, View]
+    views: ReadModels
     services: Services
     bridge: SyncBridge
     waiter: ViewWaiter

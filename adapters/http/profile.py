@@ -9,7 +9,7 @@ from litestar.status_codes import HTTP_204_NO_CONTENT
 
 from adapters.http.auth_routes import workspaces_out
 from adapters.http.deps import Api, ApiDep, Caller
-from adapters.http.login_limits import client_address, login_limits
+from adapters.http.login_limits import client_address
 from application.tenants import Profile
 from application.tokens import Principal
 from domain.account_errors import Forbidden
@@ -62,7 +62,7 @@ class ProfileController(Controller):
         user_id = request.user.user_id
         email = (await api.bridge(api.accounts.profile, request.user)).email
         # Wrong current passwords count as failed logins: a stolen token cannot guess on.
-        async with login_limits(request.app).attempt(email, client_address(request)):
+        async with api.login_limits.attempt(email, client_address(request)):
             await api.bridge(
                 api.accounts.change_password, user_id, data.old_password, data.new_password
             )

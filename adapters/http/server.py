@@ -79,7 +79,7 @@ class _Server(uvicorn.Server):
 
 async def serve(system: System, settings: Settings) -> None:
     """The API over `system` until SIGTERM or SIGINT, then a graceful stop (see above)."""
-    app = create_app(system.container, system.services, system.engine, telemetry=system.telemetry)
+    app = create_app(system)
     config = uvicorn.Config(
         app,
         host=settings.host,

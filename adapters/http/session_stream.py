@@ -110,7 +110,7 @@ class StreamController(Controller):
             rows[:] = await api.bridge(api.views.confirmations.pending, session_id)
             return {r.action_id for r in rows} == set(session.pending_confirmations)
 
-        await api.views.waiter.until("confirmations", caught_up)
+        await api.waiter.until("confirmations", caught_up)
         return [_request_out(r) for r in rows]
 
 
@@ -158,7 +158,7 @@ async def _visible(
         found[:] = [row] if row is not None else []
         return row is not None
 
-    if not await api.views.waiter.until("confirmations", known, timeout=1.0):
+    if not await api.waiter.until("confirmations", known, timeout=1.0):
         raise NotFound(f"no confirmation request {request_id}")
     await api.access.session_workspace(request.user, found[0].session_id, write=write)
     return found[0]

@@ -85,7 +85,7 @@ class SessionController(Controller):
             mine = await api.bridge(api.workspaces.workspaces_of, request.user)
             scope = [w.workspace_id for w in mine]
         position = latest_first(api.cursors.read("sessions", cursor))
-        await api.views.waiter.caught_up("sessions")
+        await api.waiter.caught_up("sessions")
         rows, total = await api.bridge(
             api.views.sessions.list_for_workspace, scope, status=status, limit=limit + 1,
             after=position,
@@ -242,7 +242,7 @@ async def _summary(api: Api, session: AgentSession) -> SessionOut:
         found[:] = [row] if row is not None else []
         return row is not None and row.version >= session.version
 
-    if await api.views.waiter.until("sessions", caught_up):
+    if await api.waiter.until("sessions", caught_up):
         return _out(found[0])
     return _from_session(session)
 

@@ -44,7 +44,7 @@ class TeamController(Controller):
     async def list_teams(self, request: Caller, api: ApiDep) -> TeamPage:
         """The teams the caller has a role in, with that role and their member counts."""
         teams = await api.bridge(api.accounts.teams_of, request.user)
-        await api.views.waiter.caught_up("accounts")
+        await api.waiter.caught_up("accounts")
         made = await api.bridge(
             team_created, api.workspaces.view.datastore, [t.team_id for t in teams]
         )
@@ -67,7 +67,7 @@ class TeamController(Controller):
     ) -> MemberPage:
         """Everyone with a role in the team (its organization's members included)."""
         await api.bridge(api.accounts.team_of, request.user, team_id)
-        await api.views.waiter.caught_up("accounts")
+        await api.waiter.caught_up("accounts")
         rows = await api.bridge(api.workspaces.view.team_members, team_id)
         return MemberPage(
             [MemberOut(user_id=r.user_id, email=r.email, name=r.name, role=r.role,
@@ -152,7 +152,7 @@ class InvitationController(Controller):
 async def _team_out(api: Api, team: TeamInfo) -> TeamOut:
     if team.created_at is not None:  # just made: from what was written
         return _out(team, team.created_at)
-    await api.views.waiter.caught_up("accounts")
+    await api.waiter.caught_up("accounts")
     made = await api.bridge(team_created, api.workspaces.view.datastore, [team.team_id])
     return _out(team, made.get(team.team_id))
 

@@ -36,10 +36,9 @@ from adapters.postgres.scoped_datastore import (
 from application.accounts import AccountService
 from application.tokens import Principal
 from domain.errors import NotFound
-from projections.memories import MemoriesView
-from projections.view import View
+from projections.read_models import ReadModels
 
-SCOPE_KEY = "tokendance.caller"  # the request's `Caller`, kept in its ASGI scope
+SCOPE_KEY = "tokendance.caller"  # the request's `Caller`, in its ASGI scope's state
 
 
 @dataclass
@@ -47,7 +46,7 @@ class TenantReads:
     """The API role's pool and the read models on it."""
 
     datastore: ScopedDatastore
-    views: dict[str, View]
+    views: ReadModels
     role: str
     password: str
 
@@ -55,9 +54,7 @@ class TenantReads:
         """`owner` with these read models in place of its own (the memories' service
         searching through them too): what the handlers are given."""
         memories = copy.copy(owner.memories)
-        index = self.views[MemoriesView.name]
-        assert isinstance(index, MemoriesView)
-        memories.index = index
+        memories.index = self.views.memories
         return dataclasses.replace(owner, views=self.views, memories=memories)
 
     def prepare(self, owner: Container) -> None:
@@ -93,14 +90,7 @@ def tenant_reads(owner: Container) -> TenantReads:
     s = owner.settings
     login = api_login(owner.database_url, s.api_database_url)
     datastore = scoped_datastore(login, pool_size=s.db_pool_size, max_overflow=s.db_max_overflow)
-    views = {name: _reading(view, datastore) for name, view in owner.views.items()}
-    return TenantReads(datastore, views, login.role, login.password)
-
-
-def _reading(view: View, datastore: ScopedDatastore) -> View:
-    reader = copy.copy(view)  # its tables, statements and models: only the pool differs
-    reader.datastore = datastore
-    return reader
+    return TenantReads(datastore, owner.views.on(datastore), login.role, login.password)
 
 
 def caller_of(accounts: AccountService, principal: Principal) -> Caller:
@@ -117,7 +107,7 @@ def caller_of(accounts: AccountService, principal: Principal) -> Caller:
 
 def caller_in(scope: MutableMapping[str, Any]) -> None:
     """Set the caller its request's authentication kept in `scope` (or nobody)."""
-    found = scope.get(SCOPE_KEY)
+    found = scope.get("state", {}).get(SCOPE_KEY)
     set_caller(found if isinstance(found, Caller) else Caller(()))
 
 

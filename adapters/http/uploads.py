@@ -17,7 +17,7 @@ from uuid import UUID
 import msgspec
 from eventsourcing.postgres import PostgresDatastore
 from litestar import Controller, post
-from litestar.datastructures import State, UploadFile
+from litestar.datastructures import UploadFile
 from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath
 from litestar.status_codes import HTTP_201_CREATED
@@ -90,20 +90,13 @@ class SessionUploads:
             self._created = True
 
 
-def session_uploads(state: State) -> SessionUploads:
-    """The app's record of uploads (`create_app` keeps it in the app's state)."""
-    uploads = state.uploads
-    assert isinstance(uploads, SessionUploads)
-    return uploads
-
-
 async def check_attachments(
-    state: State, bridge: SyncBridge, session_id: UUID, blob_refs: Sequence[str]
+    uploads: SessionUploads, bridge: SyncBridge, session_id: UUID, blob_refs: Sequence[str]
 ) -> None:
     """404 unless every ref is one of the session's uploads."""
     if not blob_refs:
         return
-    missing = await bridge(session_uploads(state).missing, session_id, blob_refs)
+    missing = await bridge(uploads.missing, session_id, blob_refs)
     if missing:
         raise ApiError(
             404,
@@ -140,5 +133,5 @@ class UploadController(Controller):
             raise ApiError(413, TOO_LARGE)
         content_type = data.file.content_type or DEFAULT_TYPE
         blob_ref = await api.blobs.put(content, content_type=content_type)
-        await api.bridge(session_uploads(request.app.state).add, session_id, blob_ref)
+        await api.bridge(api.uploads.add, session_id, blob_ref)
         return AttachmentOut(blob_ref, data.file.filename[:255], len(content), content_type)

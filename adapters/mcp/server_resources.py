@@ -65,7 +65,7 @@ async def read_resource(call: Call, uri: str) -> ReadResourceResult:
         raise NotFound(f"no resource {uri}: artifacts are {ARTIFACT_TEMPLATE}")
     session_id, artifact_id = ids
     await api.access.session_workspace(call.user, session_id)
-    await api.views.waiter.caught_up(ArtifactsView.name)  # one just made is found
+    await api.waiter.caught_up(ArtifactsView.name)  # one just made is found
     row = await api.bridge(api.artifacts.view.get, artifact_id)
     if row is None or row.session_id != session_id:
         raise NotFound(f"artifact {artifact_id} not found in session {session_id}")

@@ -63,8 +63,8 @@ async def get_working_memory(call: Call, body: SessionIn) -> Answer:
     api, sid = call.api, body.session_id
     await api.access.session_workspace(call.user, sid)
     # As the REST route: the view once it has what the log held, else the log itself.
-    fresh = await api.views.waiter.caught_up(WorkingMemoryView.name)
-    memory = await api.bridge(api.views.memory.get, sid) if fresh else None
+    fresh = await api.waiter.caught_up(WorkingMemoryView.name)
+    memory = await api.bridge(api.views.working_memory.get, sid) if fresh else None
     if memory is None:
         events = await api.bridge(lambda: list(api.sessions.session_events(sid)))
         memory = render(fold_all(events))

@@ -34,7 +34,7 @@ SEARCH = "/api/v1/search"  # episodic
 
 @pytest.fixture
 def client(system: System) -> Iterator[Client]:
-    app = create_app(system.container, system.services, system.engine)
+    app = create_app(system)
     with TestClient(app) as client:
         yield client
 

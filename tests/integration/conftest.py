@@ -43,7 +43,7 @@ class BySession:
 @pytest.fixture
 def client(system: System) -> Iterator[Client]:
     """The HTTP API of the test's system, in process (its services run with it)."""
-    with TestClient(create_app(system.container, system.services, system.engine)) as client:
+    with TestClient(create_app(system)) as client:
         yield client
 
 
@@ -53,7 +53,7 @@ def running(
 ) -> Iterator[tuple[Client, System, BySession]]:
     llm = BySession()
     system = bootstrap(settings, database_url=database_url, nats_url=nats_url, llm=llm)
-    app = create_app(system.container, system.services, system.engine)
+    app = create_app(system)
     try:
         with TestClient(app) as client:
             yield client, system, llm

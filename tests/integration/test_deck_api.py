@@ -56,7 +56,7 @@ def script() -> ScriptedLLM:
 
 def make_client(settings: Settings, database_url: str, nats_url: str) -> Iterator[Deck]:
     system = bootstrap(settings, database_url=database_url, nats_url=nats_url, llm=script())
-    app = create_app(system.container, system.services, system.engine)
+    app = create_app(system)
     try:
         with TestClient(app) as client:
             alice, workspace = sign_up(client, "alice@example.com")

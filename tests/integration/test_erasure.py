@@ -216,7 +216,7 @@ def test_a_wrong_master_key_at_start_is_refused_naming_the_variable(
 ) -> None:
     system = bootstrap(settings, database_url=database_url, nats_url=nats_url, llm=BySession())
     try:
-        with TestClient(create_app(system.container, system.services, system.engine)) as client:
+        with TestClient(create_app(system)) as client:
             sign_up(client, "dora@example.com")
     finally:
         system.close()

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_no_route_handler_resolves_more_than_one_dependency(system: System) -> None:
-    app = create_app(system.container, system.services, system.engine)
+    app = create_app(system)
     named: dict[str, list[str]] = {}  # "METHOD /path (handler)" -> dependencies it names
     for route in app.routes:
         handlers: list[BaseRouteHandler] = (

@@ -82,9 +82,7 @@ async def replicas(
                     s, database_url=database_url, nats_url=nats_url, llm=UnconfiguredLLM()
                 )
                 systems.append(system)
-                app = create_app(
-                    system.container, system.services, system.engine, limits=limits(system)
-                )
+                app = create_app(system, limits=limits(system))
                 clients.append(await stack.enter_async_context(serving(app)))
             return clients[0], clients[1]
 

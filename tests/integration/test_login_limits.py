@@ -91,7 +91,7 @@ async def address(system: System, clock: Clock) -> AsyncIterator[Address]:
     assert isinstance(factory, PostgresFactory)
     failures = PostgresLoginFailures(factory.datastore, clock=clock)
     limits = LoginLimits(attempts=10, failures=failures, bridge=system.container.bridge)
-    app = create_app(system.container, system.services, system.engine, login_limits=limits)
+    app = create_app(system, login_limits=limits)
     async with serving(app) as http, AsyncExitStack() as clients:
 
         def client(host: str) -> httpx.AsyncClient:

@@ -110,7 +110,7 @@ def test_the_server_gives_a_namespace_that_grew_large_a_graph_of_its_own(
     monkeypatch.setattr(vector_graphs, "GRAPH_MIN", 3)
     system = bootstrap(settings, database_url=database_url, nats_url=nats_url, llm=BySession())
     system.services.graph_interval = 0.2
-    app = create_app(system.container, system.services, system.engine)
+    app = create_app(system)
     try:
         with TestClient(app) as client:
             alice, _ = sign_up(client, "alice@example.com")
@@ -157,7 +157,7 @@ def test_what_a_run_taught_and_never_kept_is_kept_by_the_server_from_the_log(
     memory = system.engine.runner.memory
     assert memory is not None
     memory.auto = None  # the run keeps nothing: its process died before it got to
-    app = create_app(system.container, system.services, system.engine)
+    app = create_app(system)
     try:
         with TestClient(app) as client:
             alice, workspace = sign_up(client, "alice@example.com")

@@ -15,8 +15,8 @@ from uuid import UUID, uuid4
 import pytest
 from nats.aio.client import Client as NATS
 
+from adapters.bootstrap.http import session_feed  # the app's own wiring
 from adapters.container import Container
-from adapters.http.app import _session_feed as session_feed  # the app's own wiring
 from adapters.nats import session_hub
 from adapters.nats.live import NatsDeltaSink
 from adapters.nats.session_feed import FeedItem, Live, Stored

@@ -295,7 +295,7 @@ def test_the_eleventh_upload_in_a_minute_is_refused_with_retry_after(
     system: System, tmp_path: Path
 ) -> None:
     limits = RateLimits(requests_per_minute=1000, uploads_per_minute=10)
-    app = create_app(system.container, system.services, system.engine, limits=limits)
+    app = create_app(system, limits=limits)
     with TestClient(app) as client:
         alice, workspace = sign_up(client, "alice@example.com")
         for n in range(10):
