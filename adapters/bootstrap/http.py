@@ -7,29 +7,30 @@ from __future__ import annotations
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresFactory
 
 from adapters.container import Container
+from adapters.http.access import Access
 from adapters.http.artifact_lookup import ArtifactLookup
+from adapters.http.billing import Billing
 from adapters.http.cursors import Cursors
-from adapters.http.deck_pages import DeckPages
-from adapters.http.deps import Access, Api
-from adapters.http.episodic_search import Episodes
+from adapters.http.deck_versions import DeckPages
+from adapters.http.deps import Api
+from adapters.http.episodes import Episodes
+from adapters.http.file_listing import FileListing
 from adapters.http.idempotency import IdempotencyStore
 from adapters.http.limits import RateLimits
 from adapters.http.login_limits import LoginLimits
-from adapters.http.memories import MemoryApi
+from adapters.http.memory_api import MemoryApi
 from adapters.http.metrics import Metrics
-from adapters.http.ops import Probes
 from adapters.http.parts import HttpParts
+from adapters.http.probes import Probes
 from adapters.http.read_your_writes import ViewWaiter
 from adapters.http.tenant_reads import tenant_reads
-from adapters.http.uploads import SessionUploads
-from adapters.http.usage import Billing
-from adapters.http.workspace_files import FileListing
 from adapters.mcp.server_mount import mcp_endpoint
 from adapters.nats.session_feed import SessionFeed
 from adapters.postgres.api_key_uses import ApiKeyUses
 from adapters.postgres.hash_chain import PostgresHashChain
 from adapters.postgres.limit_counters import PostgresCounters
 from adapters.postgres.login_failures import PostgresLoginFailures
+from adapters.postgres.session_uploads import SessionUploads
 from adapters.postgres.store_tail import StoreTail
 from adapters.services import Services
 from adapters.system import Engine

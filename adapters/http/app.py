@@ -36,9 +36,9 @@ from adapters.http.limits import RateLimitMiddleware, RateLimits
 from adapters.http.login_limits import LoginLimits
 from adapters.http.mcp_servers import McpServersController
 from adapters.http.memories import MemoryController
-from adapters.http.metrics import MetricsMiddleware, metrics_endpoint
+from adapters.http.metrics import MetricsMiddleware
 from adapters.http.openapi import complete, docs_routes, openapi_config
-from adapters.http.ops import OpsController
+from adapters.http.ops import OpsController, metrics_endpoint
 from adapters.http.profile import ProfileController
 from adapters.http.replay import ReplayController
 from adapters.http.session_stream import HitlController, StreamController

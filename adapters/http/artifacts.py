@@ -15,7 +15,7 @@ from pypdf.errors import PyPdfError
 
 from adapters.http.artifact_urls import TEXT_TYPES, bare_type, download_url, preview_url
 from adapters.http.cursors import Position, instant
-from adapters.http.deck_pages import deck_pdf
+from adapters.http.deck_versions import deck_pdf
 from adapters.http.deps import Api, ApiDep, Caller
 from adapters.http.downloads import content_disposition, download
 from adapters.http.errors import ApiError

@@ -13,7 +13,6 @@ after `to`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Annotated
 from uuid import UUID
@@ -23,58 +22,11 @@ from litestar.params import FromQuery, QueryParameter
 
 from adapters.http.deps import ApiDep, Caller
 from adapters.http.errors import invalid
-from adapters.http.read_your_writes import ViewWaiter
-from application.bridge import SyncBridge
 from application.memories import MAX_K
 from domain.memory_values import MAX_TEXT
-from projections.episodes import EpisodesView
-from schemas.memories import EpisodeHitOut, EpisodeHits
+from schemas.memories import EpisodeHits
 
 DEFAULT_K = 20
-
-
-@dataclass(frozen=True)
-class Episodes:
-    """The episodes read model, searched once it has what the sessions' log held."""
-
-    view: EpisodesView
-    waiter: ViewWaiter
-    bridge: SyncBridge
-
-    async def search(
-        self,
-        owner_id: UUID,
-        query: str,
-        *,
-        workspace_id: UUID | None,
-        start: datetime | None,
-        end: datetime | None,
-        k: int,
-        workspaces: tuple[UUID, ...] | None = None,
-    ) -> EpisodeHits:
-        await self.waiter.caught_up(EpisodesView.name)
-        hits = await self.bridge(
-            self.view.search,
-            owner_id,
-            query,
-            workspace_id=workspace_id,
-            start=start,
-            end=end,
-            k=k,
-            workspaces=workspaces,
-        )
-        return EpisodeHits(
-            items=[
-                EpisodeHitOut(
-                    session_id=h.session_id,
-                    version=h.version,
-                    kind=h.kind,
-                    snippet=h.snippet,
-                    score=h.score,
-                )
-                for h in hits
-            ]
-        )
 
 
 class EpisodicSearchController(Controller):

@@ -38,24 +38,20 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from typing import Annotated, Literal
+from typing import Literal
 
 from eventsourcing.persistence import PersistenceError
-from litestar import Request, Response, get
-from litestar.datastructures import State
 from litestar.enums import ScopeType
 from litestar.exceptions import HTTPException
 from litestar.middleware import ASGIMiddleware
-from litestar.params import Parameter
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 
-from adapters.http.deps import api_of
 from adapters.http.errors import status_of
 from adapters.http.limits import RateLimits
-from adapters.http.ops import Probes
+from adapters.http.probes import Probes
 from domain.errors import DomainError
 
 log = logging.getLogger(__name__)
@@ -261,16 +257,3 @@ def _status_of(error: Exception) -> int:
     if isinstance(error, DomainError):
         return status_of(error)
     return 500
-
-
-@get("/metrics", tags=["operations"])
-async def metrics_endpoint(
-    request: Request[object, object, State],
-    of: Annotated[MetricsScope, Parameter(query="scope")] = "process",  # `scope` is litestar's
-) -> Response[bytes]:
-    """Prometheus metrics (text exposition format): this process's (counters that sum
-    across replicas), or with `scope=global` the store's totals and lags (gauges, alike
-    from every replica: scrape one)."""
-    metrics = api_of(request.app.state).metrics
-    body = await metrics.exposition(of)
-    return Response(body, media_type=CONTENT_TYPE_LATEST)

@@ -17,7 +17,7 @@ from litestar.utils.helpers import unwrap_partial
 OVERRIDES = {
     "ops.health": "getHealth",
     "ops.readiness": "getReadiness",
-    "metrics.metrics_endpoint": "getMetrics",
+    "ops.metrics_endpoint": "getMetrics",
     "auth_routes.refresh": "refreshToken",
     "auth_routes.change_workspace": "updateWorkspace",
     "profile.me": "getMe",

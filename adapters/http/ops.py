@@ -3,51 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from typing import Annotated
 
-from eventsourcing.postgres import PostgresApplicationRecorder, PostgresTrackingRecorder
 from litestar import Controller, Response, get
 from litestar.openapi.datastructures import ResponseSpec
+from litestar.params import Parameter
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from adapters.http.deps import ApiDep
-from adapters.http.read_your_writes import ViewWaiter
-from adapters.services import Services
-from application.auto_memory import MemoryKeeper
-from application.bridge import SyncBridge
-from projections.read_models import ReadModels
+from adapters.http.metrics import MetricsScope
+from adapters.http.probes import Probes
 from schemas.health import Health, KeeperHealth, ProjectionHealth, RelayHealth
 
 READY_LAG = 10_000  # events a projection may trail the log by and still be "ready"
-
-
-@dataclass(frozen=True)
-class Probes:
-    """What the operational endpoints and metrics look at: the log, relay and read models."""
-
-    recorder: PostgresApplicationRecorder
-    views: ReadModels
-    services: Services
-    bridge: SyncBridge
-    waiter: ViewWaiter
-    # view name -> the log it reads (the accounts view reads the accounts' log)
-    logs: dict[str, PostgresApplicationRecorder]
-    checkpoints: PostgresTrackingRecorder  # the relay's and the memory keeper's
-
-    def kept(self) -> int:
-        """The notification id up to which the memory keeper kept what sessions taught."""
-        return self.checkpoints.max_tracking_id(MemoryKeeper.NAME) or 0
-
-    def view_lags(self) -> dict[str, tuple[int, int]]:
-        """view name -> (its position, events of its log it has yet to apply)."""
-        heads: dict[int, int] = {}
-        lags: dict[str, tuple[int, int]] = {}
-        for name, view in self.views.items():
-            log = self.logs[name]
-            if id(log) not in heads:
-                heads[id(log)] = log.max_notification_id() or 0
-            position = view.position()
-            lags[name] = (position, max(heads[id(log)] - position, 0))
-        return lags
 
 
 class OpsController(Controller):
@@ -113,3 +81,15 @@ async def health_report(probes: Probes) -> Health:
     keeper = services.memory_keeper
     keeper_health = KeeperHealth(kept, max(head - kept, 0), keeper.error if keeper else None)
     return Health("degraded" if failed else "ok", head, relay_health, projections, keeper_health)
+
+
+@get("/metrics", tags=["operations"])
+async def metrics_endpoint(
+    api: ApiDep,
+    of: Annotated[MetricsScope, Parameter(query="scope")] = "process",  # `scope` is litestar's
+) -> Response[bytes]:
+    """Prometheus metrics (text exposition format): this process's (counters that sum
+    across replicas), or with `scope=global` the store's totals and lags (gauges, alike
+    from every replica: scrape one)."""
+    body = await api.metrics.exposition(of)
+    return Response(body, media_type=CONTENT_TYPE_LATEST)

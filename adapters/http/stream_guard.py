@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 from uuid import UUID
 
-from adapters.http.deps import Access
+from adapters.http.access import Access
 from application.tokens import Principal
 
 T = TypeVar("T")

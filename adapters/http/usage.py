@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass
 from datetime import date
 from typing import Annotated, TypedDict, cast
 from uuid import UUID
@@ -22,39 +21,21 @@ from litestar.params import FromPath, FromQuery, QueryParameter
 
 from adapters.http.deps import Api, ApiDep, Caller
 from adapters.http.errors import invalid
-from adapters.http.read_your_writes import ViewWaiter
 from adapters.usage_params import UsageParamError, day_range, group_keys
 from application.tokens import Principal
 from domain.errors import NotFound, SessionNotFound
 from domain.pricing import usd_text
 from domain.roles import allows
-from projections.budgets import BudgetsView
 from projections.usage_queries import (
     COLUMNS,
     Figures,
     GroupKey,
     UsageFilter,
-    UsageQueries,
     Visibility,
 )
 from schemas import usage as wire
 
 CSV_TYPE = "text/csv"
-
-
-@dataclass(frozen=True)
-class Billing:
-    """The read models usage and budget requests answer from, and how to wait for them."""
-
-    usage: UsageQueries
-    budgets: BudgetsView
-    waiter: ViewWaiter
-
-    async def caught_up(self, *views: str) -> None:
-        """Wait (briefly: `ViewWaiter`'s limit) until each view has what its log held when
-        asked, so a caller sees their own writes; then answer with what there is."""
-        for view in views:
-            await self.waiter.caught_up(view)
 
 
 class UsageController(Controller):

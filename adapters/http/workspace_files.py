@@ -36,11 +36,9 @@ from adapters.http.cursors import page
 from adapters.http.deps import ApiDep, Caller
 from adapters.http.downloads import content_disposition, download
 from adapters.http.errors import ApiError, error_response
-from adapters.http.read_your_writes import ViewWaiter
-from application.bridge import SyncBridge
 from domain.authors import Author, ByAgent, ByUser
 from domain.workspace_files import WorkspaceFile
-from projections.workspace_files import FileRow, WorkspaceFilesView
+from projections.workspace_files import FileRow
 from schemas.workspace_files import FileAuthor, WorkspaceFileOut, WorkspaceFilePage
 
 MULTIPART_SLACK = 64 * 1024  # room for the form's boundaries, part headers and `path`
@@ -50,19 +48,6 @@ MULTIPART_SLACK = 64 * 1024  # room for the form's boundaries, part headers and 
 class FileForm:
     file: UploadFile
     path: str | None = None
-
-
-@dataclass(frozen=True)
-class FileListing:
-    """The workspace files read model, read once it has what the accounts' log held."""
-
-    view: WorkspaceFilesView
-    waiter: ViewWaiter
-    bridge: SyncBridge
-
-    async def files(self, workspace_id: UUID) -> list[FileRow]:
-        await self.waiter.caught_up(WorkspaceFilesView.name)
-        return await self.bridge(self.view.files, workspace_id)
 
 
 @runtime_checkable
