@@ -19,10 +19,11 @@ from domain.conversation import (
     ToolRunning,
 )
 from schemas import live
+from schemas.nats import Subjects
 
 
 def live_subject(stream: str, session_id: UUID | str) -> str:
-    return f"{stream.lower()}.live.{session_id}"
+    return Subjects(stream).live(session_id)
 
 
 def to_wire(item: LiveItem) -> live.Live:

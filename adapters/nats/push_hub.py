@@ -27,6 +27,7 @@ from nats.aio.subscription import Subscription
 from nats.errors import Error as NatsError
 
 from adapters.nats.session_hub import Inbox, unsubscribe
+from schemas.nats import Subjects
 
 T = TypeVar("T")
 
@@ -42,7 +43,7 @@ class PushHub(Generic[T]):
         parse: Callable[[Msg], T | None],
     ) -> None:
         self._connection = connection  # the client, or None while NATS is away
-        self._prefix = f"{stream.lower()}.events."
+        self._subjects = Subjects(stream)
         self._parse = parse
         self._followers: dict[UUID, set[Inbox[T]]] = {}
         self._inboxes: set[Inbox[T]] = set()  # every open socket's, following or not
@@ -105,7 +106,7 @@ class PushHub(Generic[T]):
         if old is not None:
             await unsubscribe(old)
         try:
-            sub = await nc.subscribe(f"{self._prefix}*", cb=self._deliver)
+            sub = await nc.subscribe(self._subjects.events("*"), cb=self._deliver)
         except NatsError:
             return  # NATS went away again: the followers read the store and try later
         if self._followers:
@@ -115,7 +116,7 @@ class PushHub(Generic[T]):
 
     async def _deliver(self, msg: Msg) -> None:
         try:
-            session_id = UUID(msg.subject.removeprefix(self._prefix))
+            session_id = UUID(msg.subject.removeprefix(self._subjects.events("")))
         except ValueError:
             return
         inboxes = self._followers.get(session_id)

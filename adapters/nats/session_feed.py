@@ -40,7 +40,7 @@ import msgspec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from adapters.nats.live import from_wire, live_subject
+from adapters.nats.live import from_wire
 from adapters.nats.push_hub import PushHub
 from adapters.nats.session_hub import Inbox, Overflowed, SessionHub
 from adapters.nats.stream import BadMessage, to_notification
@@ -49,6 +49,7 @@ from application.sessions import SessionService
 from domain.conversation import LiveItem, TextDelta, ThinkingDelta
 from domain.events import SessionEvent, as_session_event
 from schemas import live
+from schemas.nats import Subjects
 
 POLL_WITHOUT_NATS = 0.5  # seconds between store reads while NATS and the tail are away
 CHECK_NATS = 0.5  # seconds between looks at the NATS connection while the stream is quiet
@@ -188,17 +189,18 @@ class SessionFeed:
 
     def _subject(self, session_id: UUID) -> str:
         """Both `<stream>.events.<session>` and `live_subject`, in one subscription."""
-        return f"{self.stream.lower()}.*.{session_id}"
+        return Subjects(self.stream).of_session(session_id)
 
     def _decode(self, msg: Msg) -> Arrival | None:
         """A message of the session's subject, once for all its readers (None: not ours)."""
         session = msg.subject.rsplit(".", 1)[-1]
-        if msg.subject == live_subject(self.stream, session):
+        subjects = Subjects(self.stream)
+        if msg.subject == subjects.live(session):
             try:
                 return Live(from_wire(live.decode(msg.data)))
             except msgspec.DecodeError:
                 return None
-        if msg.subject != f"{self.stream.lower()}.events.{session}":
+        if msg.subject != subjects.events(session):
             return None
         return self.decode_stored(msg)
 

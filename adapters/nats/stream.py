@@ -1,9 +1,6 @@
-"""The JetStream stream that carries stored events, and the message format on it.
-
-One message per stored event, on a subject per session. The body is the stored
-state exactly as Postgres holds it; headers carry the topic, the originator and the
-notification id (also the `Nats-Msg-Id`, so JetStream drops a republished event).
-"""
+"""The JetStream stream that carries stored events: one message per stored event, on a
+subject per session, in the format of `schemas.nats` (the stored state as the body, the
+envelope in the headers)."""
 
 from __future__ import annotations
 
@@ -12,6 +9,7 @@ import contextlib
 from collections.abc import Sequence
 from uuid import UUID
 
+import msgspec
 from eventsourcing.persistence import Notification
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
@@ -27,11 +25,7 @@ from nats.js.api import (
 )
 from nats.js.errors import APIError, NotFoundError
 
-TOPIC = "Td-Topic"
-ORIGINATOR_ID = "Td-Originator-Id"
-ORIGINATOR_VERSION = "Td-Originator-Version"
-NOTIFICATION_ID = "Td-Notification-Id"
-
+from schemas.nats import StoredEventHeaders, Subjects
 
 MAX_IN_FLIGHT = 1024
 
@@ -50,15 +44,15 @@ class EventStream:
     def __init__(self, js: JetStreamContext, name: str, *, ack_timeout: float = 5.0) -> None:
         self.js = js
         self.name = name
-        self.prefix = f"{name.lower()}.events"
+        self.subjects = Subjects(name)
         self.ack_timeout = ack_timeout
 
     def subject(self, session_id: UUID | str) -> str:
-        return f"{self.prefix}.{session_id}"
+        return self.subjects.events(session_id)
 
     @property
     def all_subjects(self) -> str:
-        return f"{self.prefix}.>"
+        return self.subjects.all_events
 
     async def ensure(self) -> None:
         config = StreamConfig(
@@ -111,17 +105,10 @@ class EventStream:
         previous = after
         try:
             for n in notifications:
-                headers = {
-                    Header.MSG_ID.value: str(n.id),
-                    TOPIC: n.topic,
-                    ORIGINATOR_ID: str(n.originator_id),
-                    ORIGINATOR_VERSION: str(n.originator_version),
-                    NOTIFICATION_ID: str(n.id),
-                }
-                if previous:
-                    headers[Header.EXPECTED_LAST_MSG_ID.value] = str(previous)
-                else:
-                    headers[Header.EXPECTED_LAST_SEQUENCE.value] = "0"
+                originator = n.originator_id
+                originator = originator if isinstance(originator, UUID) else UUID(originator)
+                envelope = StoredEventHeaders(n.id, n.topic, originator, n.originator_version)
+                headers = envelope.headers(previous)
                 futures.append(
                     await self.js.publish_async(
                         self.subject(n.originator_id), n.state, headers=headers
@@ -170,14 +157,14 @@ class EventStream:
 
 def to_notification(msg: Msg) -> Notification:
     """The stored event a message carries, with its notification id."""
-    headers = msg.headers or {}
     try:
-        return Notification(
-            id=int(headers[NOTIFICATION_ID]),
-            originator_id=UUID(headers[ORIGINATOR_ID]),
-            originator_version=int(headers[ORIGINATOR_VERSION]),
-            topic=headers[TOPIC],
-            state=msg.data,
-        )
-    except (KeyError, ValueError) as e:
-        raise BadMessage(f"message on {msg.subject} lacks a valid {e} header") from e
+        envelope = StoredEventHeaders.of(msg.headers or {})
+    except msgspec.ValidationError as e:
+        raise BadMessage(f"message on {msg.subject}: {e}") from e
+    return Notification(
+        id=envelope.notification_id,
+        originator_id=envelope.originator_id,
+        originator_version=envelope.originator_version,
+        topic=envelope.topic,
+        state=msg.data,
+    )

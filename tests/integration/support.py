@@ -7,7 +7,7 @@ from pathlib import Path
 import nats
 from nats.js.errors import NotFoundError
 
-from adapters.nats.stream import NOTIFICATION_ID
+from schemas.nats import StoredEventHeaders
 
 
 async def stream_notification_ids(nats_url: str, stream: str) -> list[int]:
@@ -24,7 +24,7 @@ async def stream_notification_ids(nats_url: str, stream: str) -> list[int]:
         ids = []
         for seq in range(info.state.first_seq, info.state.last_seq + 1):
             msg = await js.get_msg(stream, seq)
-            ids.append(int((msg.headers or {})[NOTIFICATION_ID]))
+            ids.append(StoredEventHeaders.of(msg.headers or {}).notification_id)
         return ids
     finally:
         await nc.close()

@@ -19,9 +19,9 @@ from nats.aio.msg import Msg
 
 from adapters.nats import session_feed
 from adapters.nats.session_feed import FeedItem, Idle, SessionFeed, Stored
-from adapters.nats.stream import NOTIFICATION_ID, ORIGINATOR_ID, ORIGINATOR_VERSION, TOPIC
 from application.bridge import SyncBridge
 from application.sessions import SessionService
+from schemas.nats import StoredEventHeaders
 
 Callback = Callable[[Msg], Awaitable[None]]
 
@@ -54,12 +54,9 @@ class FakeNats:
             for n in sessions.recorder.select_notifications(1, 1000)
             if n.originator_version == version
         ]
-        headers = {
-            NOTIFICATION_ID: str(n.id),
-            ORIGINATOR_ID: str(n.originator_id),
-            ORIGINATOR_VERSION: str(n.originator_version),
-            TOPIC: n.topic,
-        }
+        headers = StoredEventHeaders(n.id, n.topic, n.originator_id, n.originator_version).headers(
+            0
+        )
         subject = f"s.events.{n.originator_id}"
         msg = Msg(cast(NATS, self), subject=subject, data=n.state, headers=headers)
         await self.callbacks[f"s.*.{n.originator_id}"](msg)  # the session's one subscription
