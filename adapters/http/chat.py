@@ -21,6 +21,7 @@ from application.receipt import Receipt
 from application.runs import Answer
 from application.sessions import SessionService
 from application.tools.registry import ToolRegistry
+from domain.events import SessionEvent
 from domain.session import AgentSession as S
 from domain.working_memory import WorkingMemory, fold_all
 from domain.working_memory_render import render
@@ -60,6 +61,7 @@ class ChatController(Controller):
         workspace_id = await api.access.session_workspace(request.user, session_id, write=True)
         key = request.headers.get("idempotency-key")
         first = None if key is None else await api.bridge(_first_use, api.sessions, session_id, key)
+        written: tuple[SessionEvent, ...] = ()  # what the message wrote: not read back
         if first is None:
             uploads = [a for a in data.attachments if isinstance(a, str)]
             file_ids = [a.file_id for a in data.attachments if isinstance(a, FileAttachment)]
@@ -71,9 +73,10 @@ class ChatController(Controller):
                 api_key_id=request.user.api_key_id,
             )  # fmt: skip
             first = receipt.version - len(receipt.events), _run_of(receipt)
+            written = receipt.events
         after, run_id = first
         wait = api.approval_wait
-        messages = run_messages(api.feed, session_id, after, run_id)
+        messages = run_messages(api.feed, session_id, after, run_id, written)
         waiting = run_waiting(api.sessions, api.bridge, session_id, run_id)
         allowed = permit(api.access, request.user, session_id)
         return sse_response(while_allowed(across_approval(messages, wait, waiting), allowed))

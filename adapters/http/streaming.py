@@ -6,13 +6,15 @@ encoder; its `event:` is the payload's tag and its `id` the stored event's versi
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import functools
+from collections.abc import AsyncIterator, Callable, Sequence
 from uuid import UUID
 
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from adapters.http.sse import live_payload, payloads
 from adapters.nats.session_feed import Idle, Live, SessionFeed, Stored
+from domain.events import SessionEvent
 from schemas import sse
 
 RETRY_MS = 3000
@@ -51,10 +53,16 @@ def message(payload: sse.SsePayload) -> ServerSentEventMessage:
 
 
 async def run_messages(
-    feed: SessionFeed, session_id: UUID, after: int, run_id: UUID
+    feed: SessionFeed,
+    session_id: UUID,
+    after: int,
+    run_id: UUID,
+    known: Sequence[SessionEvent] = (),
 ) -> AsyncIterator[ServerSentEventMessage]:
-    """One run as SSE: until it ends (`done` / `error`), across approvals."""
-    async for m in _messages(feed, session_id, after, lambda p: _ends_run(p, run_id)):
+    """One run as SSE: until it ends (`done` / `error`), across approvals. `known`: the
+    events right after `after` that the command which started the run wrote."""
+    ends = functools.partial(_ends_run, run_id=run_id)
+    async for m in _messages(feed, session_id, after, ends, known):
         yield m
 
 
@@ -67,10 +75,14 @@ async def session_messages(
 
 
 async def _messages(
-    feed: SessionFeed, session_id: UUID, after: int, last: Callable[[sse.SsePayload], bool]
+    feed: SessionFeed,
+    session_id: UUID,
+    after: int,
+    last: Callable[[sse.SsePayload], bool],
+    known: Sequence[SessionEvent] = (),
 ) -> AsyncIterator[ServerSentEventMessage]:
     yield ServerSentEventMessage(data=None, retry=RETRY_MS)
-    async for item in feed.read(session_id, after):
+    async for item in feed.read(session_id, after, known=known):
         match item:
             case Live(delta=delta):
                 yield message(live_payload(delta))

@@ -31,7 +31,7 @@ last id.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 from uuid import UUID
@@ -167,13 +167,21 @@ class SessionFeed:
         return self.hub.subscriptions
 
     async def read(
-        self, session_id: UUID, after: int, *, idle: float = 15.0
+        self,
+        session_id: UUID,
+        after: int,
+        *,
+        idle: float = 15.0,
+        known: Sequence[SessionEvent] = (),
     ) -> AsyncGenerator[FeedItem, None]:
+        """The session's events after version `after`, then what comes, live and stored.
+        `known`: the events right after `after` the caller has in hand (a command's
+        receipt), sent as they are instead of read back from the store."""
         inbox = self.hub.join(session_id)
         if self.tail is not None:
             self.tail.watch(session_id)  # before the store is read: no commit falls between
         try:
-            async for item in _Reader(self, session_id, after, idle, inbox).items():
+            async for item in _Reader(self, session_id, after, idle, inbox).items(known):
                 yield item
         finally:
             if self.tail is not None:
@@ -229,9 +237,14 @@ class _Reader:
         self._quiet_since = 0.0
         self.behind = Behind()
 
-    async def items(self) -> AsyncIterator[FeedItem]:
+    async def items(self, known: Sequence[SessionEvent] = ()) -> AsyncIterator[FeedItem]:
         loop = asyncio.get_running_loop()
         await self.hub.subscribe(self.session_id)
+        for event in known:
+            if event.originator_version != self.last + 1:
+                break  # not the next one: the store has the rest
+            self.last = event.originator_version
+            yield Stored(event)
         async for stored in self._catch_up():
             yield stored
         self._quiet_since = loop.time()

@@ -189,6 +189,30 @@ async def test_lost_messages_come_from_the_store_with_nats_up(
     await items.aclose()
 
 
+async def test_events_in_hand_are_sent_as_they_are_and_not_read_back(
+    sessions: SessionService, bridge: SyncBridge
+) -> None:
+    sid = new_session(sessions)
+    written = list(sessions.session_events(sid))  # as a command's receipt holds them
+    sessions.rename_session(sid, "two")  # the run wrote on before the stream began
+    counting = CountingSessions(sessions)
+    read_after: list[int] = []
+    counting.session_events = lambda s, after=0: (  # type: ignore[method-assign]
+        read_after.append(after) or sessions.session_events(s, after=after)
+    )
+    feed = feed_on(cast(SessionService, counting), bridge, [FakeNats()])
+    items = feed.read(sid, 0, idle=0.2, known=written)
+    first = await anext(items)
+    assert isinstance(first, Stored) and first.event is written[0]  # the very object
+    assert await next_stored(items) == 2  # then the store, from after what was in hand
+    assert read_after == [1]
+    await items.aclose()
+
+    out_of_order = feed.read(sid, 1, idle=0.2, known=written)  # not the next: ignored
+    assert await next_stored(out_of_order) == 2
+    await out_of_order.aclose()
+
+
 async def test_an_outage_reads_the_store_and_the_next_client_is_subscribed(
     sessions: SessionService, bridge: SyncBridge
 ) -> None:
