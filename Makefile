@@ -16,11 +16,11 @@ LOCK_FLAGS := --universal --python-version 3.11 --generate-hashes --quiet \
 	--custom-compile-command "make lock" \
 	$(if $(UPGRADE),--upgrade) $(if $(UPGRADE_PACKAGE),--upgrade-package $(UPGRADE_PACKAGE))
 
-.PHONY: help setup setup-test run test test-web typecheck lint format test-unit \
+.PHONY: help setup setup-test run test test-web bytecode typecheck lint format test-unit \
 	test-integration test-e2e lock
 
 help:
-	@sed -n 's/^\([a-z-]*\):.*## \(.*\)/  make \1\t\2/p' $(MAKEFILE_LIST) | expand -t 26
+	@sed -n 's/^\([a-z0-9-]*\):.*## \(.*\)/  make \1\t\2/p' $(MAKEFILE_LIST) | expand -t 26
 
 setup: ## install what is missing: system packages, .venv from the lock, the web app
 	./scripts/setup
@@ -31,7 +31,7 @@ setup-test: ## the same and what the tests need
 run: ## tokendance serve on the embedded servers (./.tokendance), http://localhost:8000/
 	$(BIN)/tokendance serve
 
-test: test-web typecheck lint ## everything CI runs: web checks, mypy, ruff, the whole suite
+test: test-web typecheck lint bytecode ## everything CI runs: web checks, mypy, ruff, the whole suite
 	$(PYTEST)
 
 test-web: ## the web app's checks (generated types, vue-tsc, ESLint, Vitest) and its build
@@ -42,6 +42,10 @@ test-web: ## the web app's checks (generated types, vue-tsc, ESLint, Vitest) and
 	else \
 		echo "Node.js $$(node --version) is too old for the web app (20.19 or later): it is not built or checked" >&2; \
 	fi
+
+bytecode: ## compile the project's modules once: every server a test starts reads them
+	@$(BIN)/python -m compileall -q -j 0 adapters application domain projections schemas \
+		skills sandbox tests >/dev/null
 
 typecheck: ## mypy --strict on everything but the tests
 	$(BIN)/mypy
@@ -56,10 +60,10 @@ format: ## ruff format, in place
 test-unit: ## unit tests: fakes and in-memory stores, no servers
 	$(PYTEST) tests/unit
 
-test-integration: ## real Postgres, NATS and S3 (started by the tests), and the sandboxes
+test-integration: bytecode ## real Postgres, NATS and S3 (started by the tests), and the sandboxes
 	$(PYTEST) tests/integration tests/sandbox
 
-test-e2e: ## a real server over HTTP and SSE, and the fault tests that kill its processes
+test-e2e: bytecode ## a real server over HTTP and SSE, and the fault tests that kill its processes
 	$(PYTEST) tests/e2e tests/faults
 
 lock: ## re-resolve requirements.lock and requirements-test.lock (UPGRADE=1 or UPGRADE_PACKAGE=x)

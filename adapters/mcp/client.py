@@ -19,17 +19,17 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import httpx2
-from mcp import Client, MCPError, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from application.mcp_tools import McpToolSpec, Toolset, check_tool_schema
 from application.ports import ToolExecutionError
 from domain.mcp_servers import SEPARATOR, McpServerConfig
+
+if TYPE_CHECKING:  # the SDK is imported when a server is first connected (a second of imports)
+    from mcp import Client
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,8 @@ class _Connection:
 
     async def _hold(self) -> None:
         try:
+            from mcp import Client
+
             async with Client(_transport(self.config), read_timeout_seconds=self.timeout) as client:
                 self.tools = await _all_tools(client)
                 self.client = client
@@ -127,6 +129,9 @@ async def _all_tools(client: Client) -> list[Any]:
 
 
 def _transport(config: McpServerConfig) -> Any:
+    from mcp import StdioServerParameters
+    from mcp.client.streamable_http import streamable_http_client
+
     if config.transport == "stdio":
         env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ} | config.env
         command, *args = config.command
@@ -236,6 +241,9 @@ class McpConnections:
         self, tool: McpToolSpec, error: Exception, connection: _Connection
     ) -> ToolExecutionError:
         """What the model reads of a call that got no answer."""
+        from mcp import MCPError
+        from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
         code = error.code if isinstance(error, MCPError) else None
         if isinstance(error, TimeoutError) or code == REQUEST_TIMEOUT:
             why = f"{tool.tool} timed out after {self._timeout:g}s"

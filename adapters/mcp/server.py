@@ -27,6 +27,8 @@ import psycopg
 from eventsourcing.persistence import InterfaceError, OperationalError
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INTERNAL_ERROR,
@@ -140,6 +142,15 @@ TOOLS: tuple[NamedTool[Any], ...] = (
         "keywords.", SearchMemoriesIn, MemoryHits, search_memories,
     ),
 )  # fmt: skip
+
+
+def session_manager(api: Api) -> StreamableHTTPSessionManager:
+    """The MCP server on `api`, served statelessly over Streamable HTTP (`server_mount.py`)."""
+    return StreamableHTTPSessionManager(
+        app=mcp_server(api),
+        stateless=True,
+        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
 
 
 def mcp_server(api: Api) -> Server[Any]:
