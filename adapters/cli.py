@@ -25,7 +25,7 @@ def version() -> str:
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     if args.command == "openapi":  # no settings, no servers
-        from adapters.http.openapi_document import write_openapi
+        from adapters.http.contract.openapi_document import write_openapi
 
         sys.exit(write_openapi(check=args.check))
     from adapters.cli_commands import run_command  # the servers and the wiring: seconds

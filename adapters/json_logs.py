@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 import msgspec
 from opentelemetry import trace
 
-from adapters.http.log_redaction import redact
+from adapters.http.middleware.log_redaction import redact
 from application import log_context
 from domain.api_keys import KEY_PREFIX
 from domain.invitations import TOKEN_PREFIX

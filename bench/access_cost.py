@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from uuid import UUID
 
-from adapters.http.stream_guard import RECHECK
+from adapters.http.streams.stream_guard import RECHECK
 from application.accounts import AccountService
 from application.tokens import Principal
 from bench.harness import bench_system, cores, median

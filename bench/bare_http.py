@@ -27,7 +27,7 @@ from litestar import Litestar, Request, post
 from litestar.exceptions import NotAuthorizedException
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
-from adapters.http.streaming import EventStream
+from adapters.http.streams.streaming import EventStream
 from adapters.loop import run
 from bench.api_harness import cpu_seconds, free_port, raise_fd_limit
 

@@ -41,7 +41,7 @@ from uuid import UUID
 import httpx
 
 from adapters.container import Container
-from adapters.http.ws_socket import MAX_SESSIONS
+from adapters.http.streams.ws_socket import MAX_SESSIONS
 from bench.api_harness import (
     Stack,
     api_stack,

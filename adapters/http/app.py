@@ -18,40 +18,40 @@ from litestar.di import Provide
 from litestar.middleware import DefineMiddleware
 from litestar.types import ControllerRouterHandler
 
-from adapters.http import log_redaction
-from adapters.http.api_keys import ApiKeyController
-from adapters.http.artifacts import ArtifactController
-from adapters.http.auth import PUBLIC, BearerTokenAuthentication
-from adapters.http.auth_routes import AuthController, WorkspaceController
-from adapters.http.bodies import JsonRequest
-from adapters.http.budgets import BudgetsController
-from adapters.http.chat import ChatController
-from adapters.http.cors import cors_config
-from adapters.http.deck_pages import DeckController
+from adapters.http.contract.openapi import complete, docs_routes, openapi_config
 from adapters.http.deps import api_of
-from adapters.http.episodic_search import EpisodicSearchController
 from adapters.http.errors import EXCEPTION_HANDLERS
-from adapters.http.idempotency import IdempotencyMiddleware
-from adapters.http.limits import RateLimitMiddleware, RateLimits
-from adapters.http.login_limits import LoginLimits
-from adapters.http.mcp_servers import McpServersController
-from adapters.http.memories import MemoryController
-from adapters.http.metrics import MetricsMiddleware
-from adapters.http.openapi import complete, docs_routes, openapi_config
-from adapters.http.ops import OpsController, metrics_endpoint
-from adapters.http.profile import ProfileController
-from adapters.http.replay import ReplayController
-from adapters.http.session_stream import HitlController, StreamController
-from adapters.http.sessions import SessionController
-from adapters.http.skills import SkillController
-from adapters.http.teams import InvitationController, TeamController
-from adapters.http.tools import ToolController
-from adapters.http.uploads import UploadController
-from adapters.http.usage import UsageController
-from adapters.http.user_erasure import ErasureController
-from adapters.http.web_app import web_routes
-from adapters.http.workspace_files import workspace_files_router
-from adapters.http.ws import push_socket
+from adapters.http.middleware import log_redaction
+from adapters.http.middleware.auth import PUBLIC, BearerTokenAuthentication
+from adapters.http.middleware.bodies import JsonRequest
+from adapters.http.middleware.cors import cors_config
+from adapters.http.middleware.idempotency import IdempotencyMiddleware
+from adapters.http.middleware.limits import RateLimitMiddleware, RateLimits
+from adapters.http.middleware.login_limits import LoginLimits
+from adapters.http.middleware.metrics import MetricsMiddleware
+from adapters.http.routes.api_keys import ApiKeyController
+from adapters.http.routes.artifacts import ArtifactController
+from adapters.http.routes.auth_routes import AuthController, WorkspaceController
+from adapters.http.routes.budgets import BudgetsController
+from adapters.http.routes.chat import ChatController
+from adapters.http.routes.deck_pages import DeckController
+from adapters.http.routes.episodic_search import EpisodicSearchController
+from adapters.http.routes.mcp_servers import McpServersController
+from adapters.http.routes.memories import MemoryController
+from adapters.http.routes.ops import OpsController, metrics_endpoint
+from adapters.http.routes.profile import ProfileController
+from adapters.http.routes.replay import ReplayController
+from adapters.http.routes.session_stream import HitlController, StreamController
+from adapters.http.routes.sessions import SessionController
+from adapters.http.routes.skills import SkillController
+from adapters.http.routes.teams import InvitationController, TeamController
+from adapters.http.routes.tools import ToolController
+from adapters.http.routes.uploads import UploadController
+from adapters.http.routes.usage import UsageController
+from adapters.http.routes.user_erasure import ErasureController
+from adapters.http.routes.web_app import web_routes
+from adapters.http.routes.workspace_files import workspace_files_router
+from adapters.http.routes.ws import push_socket
 from adapters.settings import WEB_DIST
 from adapters.system import System
 from adapters.telemetry_runs import http_tracing, request_spans

@@ -11,17 +11,17 @@ from litestar.di import NamedDependency
 from litestar.params import SkipValidation
 
 from adapters.http.access import Access, Caller
-from adapters.http.artifact_lookup import ArtifactLookup
-from adapters.http.billing import Billing
-from adapters.http.cursors import Cursors
-from adapters.http.deck_versions import DeckPages
-from adapters.http.episodes import Episodes
-from adapters.http.file_listing import FileListing
-from adapters.http.login_limits import LoginLimits
-from adapters.http.memory_api import MemoryApi
-from adapters.http.metrics import Metrics
-from adapters.http.probes import Probes
-from adapters.http.read_your_writes import ViewWaiter
+from adapters.http.middleware.login_limits import LoginLimits
+from adapters.http.middleware.metrics import Metrics
+from adapters.http.reads.artifact_lookup import ArtifactLookup
+from adapters.http.reads.billing import Billing
+from adapters.http.reads.cursors import Cursors
+from adapters.http.reads.deck_versions import DeckPages
+from adapters.http.reads.episodes import Episodes
+from adapters.http.reads.file_listing import FileListing
+from adapters.http.reads.memory_api import MemoryApi
+from adapters.http.reads.probes import Probes
+from adapters.http.reads.read_your_writes import ViewWaiter
 from adapters.nats.session_feed import SessionFeed
 from adapters.postgres.api_key_uses import ApiKeyUses
 from adapters.postgres.hash_chain import PostgresHashChain

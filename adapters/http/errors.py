@@ -15,7 +15,7 @@ from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.handlers import HTTPRouteHandler
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
-from adapters.http.path_params import unparsed
+from adapters.http.contract.path_params import unparsed
 from domain.errors import (
     Conflict,
     DomainError,

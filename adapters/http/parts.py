@@ -19,11 +19,11 @@ from litestar.handlers import ASGIRouteHandler
 from adapters.bootstrap.roles import recover_runs
 from adapters.container import Container
 from adapters.http.deps import Api
-from adapters.http.idempotency import IdempotencyStore
-from adapters.http.limits import RateLimits
-from adapters.http.login_limits import LoginLimits
-from adapters.http.metrics import Metrics
-from adapters.http.tenant_reads import TenantReads
+from adapters.http.middleware.idempotency import IdempotencyStore
+from adapters.http.middleware.limits import RateLimits
+from adapters.http.middleware.login_limits import LoginLimits
+from adapters.http.middleware.metrics import Metrics
+from adapters.http.reads.tenant_reads import TenantReads
 from adapters.nats.signing_peers import keep_answering
 from adapters.postgres.api_key_uses import FLUSH_EVERY
 from adapters.postgres.schema_lock import schema_lock

@@ -31,7 +31,7 @@ import uvicorn
 from uvicorn.config import LOGGING_CONFIG
 
 from adapters.http.app import create_app, end_streams
-from adapters.http.web_app import where
+from adapters.http.routes.web_app import where
 from adapters.settings import Settings
 from adapters.system import System
 

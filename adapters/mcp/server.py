@@ -50,7 +50,7 @@ from starlette.requests import HTTPConnection
 
 from adapters.http.deps import Api
 from adapters.http.errors import ApiError, named
-from adapters.http.tenant_reads import caller_in
+from adapters.http.reads.tenant_reads import caller_in
 from adapters.mcp import server_resources as resources
 from adapters.mcp.server_agent_tools import PREFIX, agent_tools, run_agent_tool
 from adapters.mcp.server_bodies import (

@@ -20,8 +20,8 @@ from mcp_types import (
     TextResourceContents,
 )
 
-from adapters.http.artifact_urls import TEXT_TYPES, bare_type
-from adapters.http.artifacts import artifact_page
+from adapters.http.reads.artifact_urls import TEXT_TYPES, bare_type
+from adapters.http.routes.artifacts import artifact_page
 from adapters.mcp.server_call import Call
 from adapters.mcp.server_uris import ARTIFACT_TEMPLATE, artifact_uri, parse_artifact_uri
 from domain.errors import NotFound

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import assert_never
 from uuid import UUID
 
-from adapters.http.sse_turns import cited_sources, marked_text
-from adapters.http.stream_guard import permit, while_allowed
+from adapters.http.streams.sse_turns import cited_sources, marked_text
+from adapters.http.streams.stream_guard import permit, while_allowed
 from adapters.mcp.server_bodies import MadeOut, RunOut, RunStatus, SendMessageIn
 from adapters.mcp.server_call import Answer, Call
 from adapters.mcp.server_tools import start

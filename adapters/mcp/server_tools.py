@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from adapters.http.artifacts import MAX_PAGE, artifact_page
-from adapters.http.chat import memory_out
 from adapters.http.deps import Api
+from adapters.http.routes.artifacts import MAX_PAGE, artifact_page
+from adapters.http.routes.chat import memory_out
 from adapters.mcp.server_bodies import (
     SearchMemoriesIn,
     SessionIn,

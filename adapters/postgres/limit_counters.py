@@ -33,7 +33,7 @@ from collections.abc import Callable, Collection
 
 from eventsourcing.postgres import PostgresDatastore
 
-from adapters.http.limit_counters import Counted, Over
+from adapters.http.middleware.limit_counters import Counted, Over
 from adapters.postgres.shared_tables import SharedTables
 
 WINDOW = 60.0  # seconds

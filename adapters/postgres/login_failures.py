@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 
 from eventsourcing.postgres import PostgresDatastore
 
-from adapters.http.limit_counters import LOGIN_WINDOW, Locked, check_limit
+from adapters.http.middleware.limit_counters import LOGIN_WINDOW, Locked, check_limit
 from adapters.postgres.shared_tables import SharedTables
 
 SPACE = 0x7D1F  # first key of the two-int advisory locks: "a key's failed logins"

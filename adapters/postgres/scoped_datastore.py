@@ -1,7 +1,7 @@
 """The API's read-model connections: the API role's pool, scoped to the caller.
 
 `caller` holds who a request speaks for (its organizations and user), set where the
-request's caller is authenticated (`adapters.http.auth.authenticate`). Store calls
+request's caller is authenticated (`adapters.http.middleware.auth.authenticate`). Store calls
 go through `SyncBridge`, which runs each call in a copy of its caller's context, so the
 thread that runs a query sees the request's `caller`.
 

@@ -1,5 +1,5 @@
 """Which blobs were uploaded to which session (a table): a chat message may cite only its
-own session's uploads (the upload route: `adapters/http/uploads.py`)."""
+own session's uploads (the upload route: `adapters/http/routes/uploads.py`)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from eventsourcing.postgres import PostgresDatastore, PostgresFactory
 from psycopg.rows import DictRow
 
 from adapters.container import Container
-from adapters.http.limit_counters import CountersUnavailable
+from adapters.http.middleware.limit_counters import CountersUnavailable
 
 
 class SharedTables:

@@ -74,7 +74,7 @@ def test_without_a_model_a_chat_ends_with_llm_not_configured_and_the_rest_works(
 def test_marking_a_session_complete_answers_200_ok(start_server: StartServer) -> None:
     """POST .../complete creates nothing, so it answers 200 (like stop and confirm do).
 
-    BUG (adapters/http/sessions.py, `complete_session`): `@post` without `status_code`
+    BUG (adapters/http/routes/sessions.py, `complete_session`): `@post` without `status_code`
     takes Litestar's POST default, 201 Created.
     """
     server = start_server(None)

@@ -80,7 +80,7 @@ def _is_uuid(value: object) -> bool:
 def aim(case: schemathesis.Case, target: Target) -> None:
     """Point well-formed ids at the user's real session and workspace, and HITL request
     ids at its real request (an unknown one costs the server a second of waiting for the
-    read model, by design: adapters/http/session_stream.py `_visible`)."""
+    read model, by design: adapters/http/routes/session_stream.py `_visible`)."""
     ids = {"session_id": target.session_id, "workspace_id": target.workspace_id}
     if isinstance(case.path_parameters, dict) and "request_id" in case.path_parameters:
         case.path_parameters["request_id"] = target.request_id

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from adapters.http.openapi_document import openapi_document
+from adapters.http.contract.openapi_document import openapi_document
 from schemas.export import SSE_SCHEMA
 from tests.e2e.conftest import StartServer
 

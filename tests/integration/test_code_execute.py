@@ -14,7 +14,7 @@ from uuid import uuid4
 
 import pytest
 
-from adapters.http.sse import payloads
+from adapters.http.streams.sse import payloads
 from application.tools.code_execute import CodeExecute
 from domain.authors import ByUser
 from domain.session import AgentSession as S

@@ -9,7 +9,7 @@ import pytest
 from eventsourcing.postgres import PostgresFactory
 
 from adapters.container import Container
-from adapters.http.idempotency import IdempotencyStore, Stored
+from adapters.http.middleware.idempotency import IdempotencyStore, Stored
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ import pytest
 from eventsourcing.postgres import PostgresDatastore, PostgresFactory
 
 from adapters.container import Container
-from adapters.http.limits import RateLimits
+from adapters.http.middleware.limits import RateLimits
 from adapters.postgres.limit_counters import PostgresCounters
 from tests.e2e.client import free_port
 from tests.waiting import eventually
@@ -223,7 +223,7 @@ async def test_without_postgres_the_limits_let_requests_through_and_say_so(
         counters=PostgresCounters(unreachable),
         bridge=container.bridge,
     )
-    with caplog.at_level(logging.WARNING, logger="adapters.http.limits"):
+    with caplog.at_level(logging.WARNING, logger="adapters.http.middleware.limits"):
         for _ in range(3):
             assert await limits.enter("user:1", upload=True) is None
             assert await limits.enter("user:1", stream=True) is None

@@ -17,7 +17,7 @@ from litestar import Litestar
 
 from adapters.bootstrap import bootstrap
 from adapters.http.app import create_app, end_streams
-from adapters.http.limits import RateLimits
+from adapters.http.middleware.limits import RateLimits
 from adapters.llm.unconfigured import UnconfiguredLLM
 from adapters.postgres.limit_counters import PostgresCounters
 from adapters.settings import Settings

@@ -16,8 +16,8 @@ import pytest
 from eventsourcing.postgres import PostgresDatastore, PostgresFactory
 
 from adapters.http.app import create_app
-from adapters.http.limit_counters import Locked
-from adapters.http.login_limits import LoginLimits
+from adapters.http.middleware.limit_counters import Locked
+from adapters.http.middleware.login_limits import LoginLimits
 from adapters.postgres.login_failures import PostgresLoginFailures
 from adapters.system import System
 from tests.integration.test_limit_counters import Clock

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.http.openapi_document import openapi_text
+from adapters.http.contract.openapi_document import openapi_text
 
 WEB = Path(__file__).parents[2] / "web"
 USES = Path(__file__).parent / "openapi_client" / "uses.ts"

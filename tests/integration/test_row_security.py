@@ -24,8 +24,8 @@ import pytest
 from litestar.testing import TestClient
 from psycopg.rows import dict_row
 
-import adapters.http.auth as auth_module
-from adapters.http.tenant_reads import tenant_reads
+import adapters.http.middleware.auth as auth_module
+from adapters.http.reads.tenant_reads import tenant_reads
 from adapters.postgres.row_security import (
     ORGANIZATIONS,
     OWNER_TABLES,

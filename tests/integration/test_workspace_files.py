@@ -27,7 +27,7 @@ from litestar.testing import TestClient
 
 from adapters.blobs.s3 import S3BlobStore, key_of
 from adapters.http.app import create_app
-from adapters.http.limits import RateLimits
+from adapters.http.middleware.limits import RateLimits
 from adapters.settings import Settings
 from adapters.system import System
 from projections.rebuild import rebuild

@@ -9,7 +9,7 @@ from uuid import uuid4
 
 from litestar.response import ServerSentEventMessage
 
-from adapters.http.approval_wait import across_approval
+from adapters.http.streams.approval_wait import across_approval
 from schemas import sse
 
 RUN = uuid4()

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from uuid import UUID
 
-from adapters.http.sse import payloads
+from adapters.http.streams.sse import payloads
 from adapters.llm.scripted import ScriptedLLM
 from application.tools.base import AnyTool
 from application.tools.read_url import ReadUrl

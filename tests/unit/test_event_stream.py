@@ -9,7 +9,7 @@ from litestar import Litestar, get
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 from litestar.testing import TestClient
 
-from adapters.http.streaming import HEADERS, sse_response
+from adapters.http.streams.streaming import HEADERS, sse_response
 
 
 async def messages() -> AsyncIterator[ServerSentEventMessage]:

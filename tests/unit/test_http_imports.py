@@ -49,4 +49,4 @@ def test_nothing_deps_imports_imports_deps_back() -> None:
 
 def test_the_check_sees_a_circle() -> None:
     # The route modules do import deps: from one of them, deps is reached.
-    assert DEPS in closure("adapters.http.sessions")
+    assert DEPS in closure("adapters.http.routes.sessions")

@@ -9,8 +9,12 @@ from collections.abc import Sequence
 import pytest
 
 from adapters.http.errors import ApiError
-from adapters.http.limit_counters import CountersUnavailable, InMemoryLoginFailures, Locked
-from adapters.http.login_limits import LoginLimits
+from adapters.http.middleware.limit_counters import (
+    CountersUnavailable,
+    InMemoryLoginFailures,
+    Locked,
+)
+from adapters.http.middleware.login_limits import LoginLimits
 from domain.account_errors import InvalidCredentials
 from domain.errors import Conflict
 
@@ -132,7 +136,7 @@ async def test_logins_go_on_when_the_failures_cannot_be_counted(
 ) -> None:
     store = Unreachable()
     limits = LoginLimits(attempts=1, failures=store)
-    with caplog.at_level(logging.WARNING, "adapters.http.login_limits"):
+    with caplog.at_level(logging.WARNING, "adapters.http.middleware.login_limits"):
         for _ in range(5):
             await fail(limits, "ada@example.com", "10.0.0.1")
             await succeed(limits, "ada@example.com", "10.0.0.1")

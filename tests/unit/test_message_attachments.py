@@ -6,7 +6,7 @@ from __future__ import annotations
 from uuid import uuid4
 
 from adapters.bootstrap.in_memory import in_memory_sessions
-from adapters.http.session_messages import messages_of
+from adapters.http.reads.session_messages import messages_of
 
 
 def test_a_user_message_lists_its_attachments() -> None:

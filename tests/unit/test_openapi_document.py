@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from adapters.http.openapi_document import OPENAPI_FILE, openapi_document, openapi_text
+from adapters.http.contract.openapi_document import OPENAPI_FILE, openapi_document, openapi_text
 
 Doc = dict[str, object]
 Op = dict[str, object]

@@ -12,8 +12,8 @@ from litestar.testing import TestClient
 from litestar.types import ASGIApp, Receive, Scope, Send
 
 from adapters.http.errors import EXCEPTION_HANDLERS
-from adapters.http.limit_counters import SlidingWindow
-from adapters.http.limits import RateLimitMiddleware, RateLimits
+from adapters.http.middleware.limit_counters import SlidingWindow
+from adapters.http.middleware.limits import RateLimitMiddleware, RateLimits
 
 
 class Clock:

@@ -1,4 +1,4 @@
-"""The replay route's work (adapters/http/replay.py): the replay on its own loop in a
+"""The replay route's work (adapters/http/routes/replay.py): the replay on its own loop in a
 worker thread, and its report as the wire's `ReplayOut`."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 from adapters.bootstrap import replay_engine
-from adapters.http.replay import replay_out, run_replay
+from adapters.http.routes.replay import replay_out, run_replay
 from tests.fakes.engine import DeleteFile, FlakySearch, make_engine, tools_with
 from tests.unit.test_replay_and_fork import long_script, long_session
 

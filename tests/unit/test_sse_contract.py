@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapters.http.sse import live_payload, payloads
+from adapters.http.streams.sse import live_payload, payloads
 from domain.conversation import TextDelta, ThinkingDelta
 from domain.events import SESSION_EVENT_CLASSES
 from domain.session import AgentSession as S

@@ -19,7 +19,7 @@ from eventsourcing.persistence import StoredEvent
 from eventsourcing.utils import get_topic
 
 from adapters.bootstrap.in_memory import in_memory_sessions
-from adapters.http.sse import payloads
+from adapters.http.streams.sse import payloads
 from application.sessions import SessionService
 from domain.context import ContextFrame, build_request
 from domain.conversation import ToolSpec, request_text

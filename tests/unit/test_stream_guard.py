@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from adapters.http.stream_guard import while_allowed
+from adapters.http.streams.stream_guard import while_allowed
 
 
 async def ticks(every: float, closed: list[bool]) -> AsyncIterator[int]:

@@ -10,7 +10,7 @@ import anthropic
 import pytest
 
 from adapters.bootstrap.in_memory import in_memory_sessions
-from adapters.http.sse import live_payload, payloads
+from adapters.http.streams.sse import live_payload, payloads
 from adapters.llm.anthropic import AnthropicLLM
 from adapters.llm.anthropic_wire import to_wire
 from adapters.settings import Settings

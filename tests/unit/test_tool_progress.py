@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.http.sse import live_payload
+from adapters.http.streams.sse import live_payload
 from adapters.nats.live import from_wire, to_wire
 from domain.conversation import LiveItem, TextDelta, ThinkingDelta, ToolProgress, ToolRunning
 from schemas import live, sse

@@ -1,11 +1,11 @@
 """Where the web client's build comes from (`TOKENDANCE_WEB_DIR`), and what `serve`
-says about it at start (adapters/http/web_app.py)."""
+says about it at start (adapters/http/routes/web_app.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.http.web_app import BUILD, where
+from adapters.http.routes.web_app import BUILD, where
 from adapters.settings import WEB_DIST, Settings
 
 

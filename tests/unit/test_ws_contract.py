@@ -11,7 +11,7 @@ from uuid import uuid4
 
 import jsonschema_rs
 
-from adapters.http.ws_messages import SessionState, push_messages
+from adapters.http.streams.ws_messages import SessionState, push_messages
 from schemas import ws
 from schemas.export import WS_SCHEMA, ws_schema_text
 from tests.unit.sse_check import one_of_each

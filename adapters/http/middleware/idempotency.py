@@ -1,0 +1,288 @@
+"""`Idempotency-Key` on commands: a retried POST gets the first answer, and nothing twice.
+
+The first request with a key claims it (a row in Postgres, so every API process sees
+it), runs, and stores its status and body before the client sees them; a retry with
+the same key, method, path and body gets that stored answer (`Idempotent-Replayed:
+true`). Another request under the key while the first runs: 409
+`IDEMPOTENCY_IN_PROGRESS`; the key with a different request: 422
+`IDEMPOTENCY_KEY_REUSED`. A 5xx (or a request that never answered) gives the key back,
+so the client can retry. A claim belongs to a live process (`lease_owner.py`): one whose
+process died is taken over at once, so a retry after a crash and restart runs (or gets
+the recorded answer), never 409. Keys are the user's own and expire after 24 hours.
+
+A chat message answers with a stream, which cannot be stored: its key is stored as
+"streamed" when the stream starts, and the retry goes on to the handler, which finds
+the message by its key in the session's log and streams the run it started.
+Not covered: the auth routes (their bodies are tokens) and uploads (content-addressed,
+so idempotent already; a multipart body differs on every try by its boundary).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+import psycopg
+from eventsourcing.postgres import PostgresDatastore
+from litestar import Request
+from litestar.datastructures import State
+from litestar.enums import ScopeType
+from litestar.middleware import ASGIMiddleware
+from litestar.types import ASGIApp, HTTPScope, Message, Receive, Scope, Send
+
+from adapters.http.errors import ApiError, invalid
+from adapters.http.middleware.lease_owner import OWNER_GONE, SPACE, Connect, LeaseOwner
+from adapters.http.middleware.limits import caller_key
+from application.bridge import SyncBridge
+
+HEADER = "idempotency-key"
+VALID_KEY = re.compile(r"[\x20-\x7e]{1,255}")  # printable ASCII
+COVERED = re.compile(r"^/api/v1/(?!auth/)(?!sessions/[^/]+/attachments$)")
+EXPIRY = 24 * 3600.0  # seconds a key is remembered
+LEASE = 300.0  # seconds after which a claim with no owner (written before owners) is abandoned
+SWEEP_EVERY = 600.0  # seconds between deletions of expired keys (per process)
+STREAM = b"text/event-stream"
+
+CREATE = (
+    """CREATE TABLE IF NOT EXISTS idempotency_keys (
+        user_key text NOT NULL,
+        key text NOT NULL,
+        method text NOT NULL,
+        path text NOT NULL,
+        request_hash text NOT NULL,
+        status integer,           -- NULL while the first request is in progress
+        content_type text,
+        body bytea,               -- NULL for a streamed answer (replayed from the log)
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (user_key, key)
+    )""",
+    "CREATE INDEX IF NOT EXISTS idempotency_keys_by_age ON idempotency_keys (created_at)",
+    "ALTER TABLE idempotency_keys ADD COLUMN IF NOT EXISTS owner bigint",  # the claiming process
+)
+
+# Claim a new key, or take over an expired one or one whose claiming process is gone.
+CLAIM = f"""
+    INSERT INTO idempotency_keys AS k (user_key, key, method, path, request_hash, owner)
+    VALUES (%(user)s, %(key)s, %(method)s, %(path)s, %(hash)s, %(owner)s)
+    ON CONFLICT (user_key, key) DO UPDATE
+       SET method = EXCLUDED.method, path = EXCLUDED.path, request_hash = EXCLUDED.request_hash,
+           status = NULL, content_type = NULL, body = NULL, created_at = now(),
+           owner = EXCLUDED.owner
+     WHERE k.created_at < now() - make_interval(secs => %(expiry)s)
+        OR (k.status IS NULL AND k.owner IS NULL
+            AND k.created_at < now() - make_interval(secs => %(lease)s))
+        OR (k.status IS NULL AND k.owner IS NOT NULL AND {OWNER_GONE})
+    RETURNING 1
+"""
+
+
+@dataclass(frozen=True)
+class Stored:
+    """The first answer under a key (`body` None: it was a stream)."""
+
+    status: int
+    content_type: str
+    body: bytes | None
+
+
+Claim = Literal["claimed", "in_progress", "reused"] | Stored
+
+
+class IdempotencyStore:
+    """The keys, in a Postgres table next to the event store."""
+
+    def __init__(self, datastore: PostgresDatastore) -> None:
+        self.datastore = datastore
+        self.owner = LeaseOwner(_connector(datastore))
+        self._next_sweep = 0.0
+
+    def close(self) -> None:
+        """Let go of this process's leases (a process that dies lets go by itself)."""
+        self.owner.close()
+
+    def create_table(self) -> None:
+        with self.datastore.transaction(commit=True) as curs:
+            for statement in CREATE:
+                curs.execute(statement)
+
+    def claim(self, user: str, key: str, method: str, path: str, request_hash: str) -> Claim:
+        """Claim the key for this request, or what the key already stands for."""
+        params = {
+            "user": user,
+            "key": key,
+            "method": method,
+            "path": path,
+            "hash": request_hash,
+            "expiry": EXPIRY,
+            "lease": LEASE,
+            "owner": self.owner.ensure(),
+            "space": SPACE,
+        }
+        self._sweep()
+        for _ in range(3):  # the holder may give the key back between our two statements
+            with self.datastore.get_connection() as conn:
+                if conn.execute(CLAIM, params).fetchone() is not None:
+                    return "claimed"
+                row = conn.execute(
+                    "SELECT request_hash, status, content_type, body FROM idempotency_keys "
+                    "WHERE user_key = %s AND key = %s",
+                    (user, key),
+                ).fetchone()
+            if row is None:
+                continue
+            if row["request_hash"] != request_hash:
+                return "reused"
+            if row["status"] is None:
+                return "in_progress"
+            body = row["body"]
+            return Stored(row["status"], row["content_type"] or "", bytes(body) if body else body)
+        return "in_progress"
+
+    def complete(self, user: str, key: str, answer: Stored) -> None:
+        with self.datastore.get_connection() as conn:
+            conn.execute(
+                "UPDATE idempotency_keys SET status = %s, content_type = %s, body = %s "
+                "WHERE user_key = %s AND key = %s",
+                (answer.status, answer.content_type, answer.body, user, key),
+            )
+
+    def release(self, user: str, key: str) -> None:
+        with self.datastore.get_connection() as conn:
+            conn.execute(
+                "DELETE FROM idempotency_keys WHERE user_key = %s AND key = %s AND status IS NULL",
+                (user, key),
+            )
+
+    def _sweep(self) -> None:
+        now = time.monotonic()
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + SWEEP_EVERY
+        with self.datastore.get_connection() as conn:
+            conn.execute(
+                "DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(secs => %s)",
+                (EXPIRY,),
+            )
+
+
+def _connector(datastore: PostgresDatastore) -> Connect:
+    """Opens a connection of its own (outside the pool) with the datastore's parameters."""
+    kwargs = datastore.pool.kwargs
+    assert isinstance(kwargs, dict)
+    params = {k: v for k, v in kwargs.items() if k != "row_factory"}
+
+    def connect() -> psycopg.Connection[tuple[Any, ...]]:
+        return psycopg.Connection.connect(**params)
+
+    return connect
+
+
+def request_hash(scope: HTTPScope, body: bytes) -> str:
+    digest = hashlib.sha256()
+    for part in (scope["method"].encode(), scope["path"].encode(), scope["query_string"], body):
+        digest.update(len(part).to_bytes(8, "big") + part)
+    return digest.hexdigest()
+
+
+@dataclass
+class _Answer:
+    status: int = 0
+    content_type: bytes = b""
+    chunks: list[bytes] = field(default_factory=list)
+    settled: bool = False  # stored, or the key given back
+
+
+class IdempotencyMiddleware(ASGIMiddleware):
+    """Applies `Idempotency-Key` to POST commands; runs after authentication."""
+
+    scopes = (ScopeType.HTTP,)
+
+    def __init__(self, store: IdempotencyStore, bridge: SyncBridge) -> None:
+        self.store, self.bridge = store, bridge
+
+    @staticmethod
+    def should_bypass_for_scope(scope: Scope) -> bool:
+        return scope.get("method") != "POST" or not COVERED.match(scope["path"])
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
+        raw = dict(scope["headers"]).get(HEADER.encode())
+        if raw is None:
+            await next_app(scope, receive, send)
+            return
+        key = raw.decode("latin-1")
+        if not VALID_KEY.fullmatch(key):
+            raise invalid("Idempotency-Key", "1 to 255 printable ASCII characters")
+        user = caller_key(scope)
+        http = cast("HTTPScope", scope)
+        body = await Request[object, object, State](scope, receive).body()  # kept for the handler
+        claim = await self.bridge(
+            self.store.claim, user, key, http["method"], http["path"], request_hash(http, body)
+        )
+        if claim == "reused":
+            raise ApiError(
+                422,
+                "this Idempotency-Key was used for a different request",
+                "IDEMPOTENCY_KEY_REUSED",
+            )
+        if claim == "in_progress":
+            raise ApiError(
+                409,
+                "a request with this Idempotency-Key is still in progress",
+                "IDEMPOTENCY_IN_PROGRESS",
+                **{"Retry-After": "1"},
+            )
+        if isinstance(claim, Stored) and claim.body is not None:
+            await _replay(claim, send)
+        elif isinstance(claim, Stored):
+            await next_app(scope, receive, send)  # a stream: the handler replays it from the log
+        else:
+            await self._first(user, key, scope, receive, send, next_app)
+
+    async def _first(
+        self, user: str, key: str, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp
+    ) -> None:
+        answer = _Answer()
+
+        async def recording(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                answer.status = message["status"]
+                answer.content_type = dict(message.get("headers", [])).get(b"content-type", b"")
+                if answer.content_type.startswith(STREAM):
+                    await self._settle(user, key, answer, streamed=True)
+            elif message["type"] == "http.response.body" and not answer.settled:
+                answer.chunks.append(message.get("body", b""))
+                if not message.get("more_body", False):
+                    await self._settle(user, key, answer)  # before the client can retry
+            await send(message)
+
+        try:
+            await next_app(scope, receive, recording)
+        finally:
+            if not answer.settled:
+                await self.bridge(self.store.release, user, key)
+
+    async def _settle(
+        self, user: str, key: str, answer: _Answer, *, streamed: bool = False
+    ) -> None:
+        if answer.status >= 500:
+            await self.bridge(self.store.release, user, key)
+        else:
+            body = None if streamed else b"".join(answer.chunks)
+            stored = Stored(answer.status, answer.content_type.decode("latin-1"), body)
+            await self.bridge(self.store.complete, user, key, stored)
+        answer.settled = True
+
+
+async def _replay(stored: Stored, send: Send) -> None:
+    body = stored.body or b""
+    headers = [
+        (b"content-length", str(len(body)).encode()),
+        (b"idempotent-replayed", b"true"),
+    ]
+    if stored.content_type:
+        headers.append((b"content-type", stored.content_type.encode("latin-1")))
+    await send({"type": "http.response.start", "status": stored.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
