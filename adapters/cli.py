@@ -1,5 +1,5 @@
 """The `tokendance` command: its arguments. What each command does is in
-`adapters/cli_commands.py`, imported only once the arguments are understood."""
+`adapters/commands/cli_commands.py`, imported only once the arguments are understood."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from importlib import metadata
 from pathlib import Path
 from uuid import UUID
 
-from adapters.cli_teams import add_team_arguments
+from adapters.commands.cli_teams import add_team_arguments
 
 DESCRIPTION = "TokenDance: an event-sourced backend for autonomous AI agents."
 
@@ -28,8 +28,8 @@ def main(argv: list[str] | None = None) -> None:
         from adapters.http.contract.openapi_document import write_openapi
 
         sys.exit(write_openapi(check=args.check))
-    from adapters.cli_commands import run_command  # the servers and the wiring: seconds
-    from adapters.embedded_nats import EmbeddedServerError
+    from adapters.commands.cli_commands import run_command  # the servers and the wiring: seconds
+    from adapters.processes.embedded_nats import EmbeddedServerError
 
     try:
         run_command(args)

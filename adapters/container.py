@@ -8,7 +8,7 @@ from uuid import UUID
 from eventsourcing.application import Application
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresTrackingRecorder
 
-from adapters.settings import Settings
+from adapters.config.settings import Settings
 from application.accounts import AccountService
 from application.bridge import SyncBridge
 from application.erasure import Erasure

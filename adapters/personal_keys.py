@@ -23,7 +23,7 @@ from uuid import UUID
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from adapters.secrets import SealBroken, Sealer
+from adapters.config.secrets import SealBroken, Sealer
 from domain.errors import UserGone
 from domain.personal_data import ERASED, UNREADABLE
 

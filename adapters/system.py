@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from adapters.config.settings import Settings
 from adapters.container import Container
+from adapters.observability.telemetry import shutdown
 from adapters.services import Services
-from adapters.settings import Settings
 from adapters.slides.previews import SlidePreviews
-from adapters.telemetry import shutdown
 
 if TYPE_CHECKING:  # the SDK is imported only when spans are exported
     from opentelemetry.sdk.trace import TracerProvider

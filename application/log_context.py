@@ -1,5 +1,5 @@
 """What a log line is about: the session, run and user in hand, carried in a context
-variable so every record logged meanwhile can say so (`adapters/json_logs.py` writes
+variable so every record logged meanwhile can say so (`adapters/observability/json_logs.py` writes
 them). Set where a run starts (`AgentRunner.run`, and the schedulers around it) and where
 a request is authenticated; an asyncio task starts with a copy of its creator's, and the
 bridge's threads run in a copy of their caller's.

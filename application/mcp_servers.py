@@ -19,7 +19,7 @@ from domain.roles import Actor, actor_of
 
 
 class SecretBox(Protocol):
-    """Seals secrets kept at rest (`adapters.secrets.Sealer`)."""
+    """Seals secrets kept at rest (`adapters.config.secrets.Sealer`)."""
 
     def seal(self, value: str) -> str: ...
 

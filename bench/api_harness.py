@@ -22,9 +22,9 @@ from uuid import UUID
 import httpx
 
 from adapters.bootstrap import bootstrap
+from adapters.config.env_vars import DOCUMENTED
+from adapters.config.settings import Settings
 from adapters.container import Container
-from adapters.env_vars import DOCUMENTED
-from adapters.settings import Settings
 from bench.harness import fresh_servers
 
 JWT_SECRET = "bench-secret-" + "x" * 32

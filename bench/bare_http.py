@@ -28,7 +28,7 @@ from litestar.exceptions import NotAuthorizedException
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from adapters.http.streams.streaming import EventStream
-from adapters.loop import run
+from adapters.processes.loop import run
 from bench.api_harness import cpu_seconds, free_port, raise_fd_limit
 
 TOKEN = "floor-" + "x" * 40

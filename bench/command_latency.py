@@ -22,7 +22,7 @@ from uuid import UUID
 
 import httpx
 
-from adapters.embedded import EmbeddedNats
+from adapters.processes.embedded import EmbeddedNats
 from bench.api_harness import NO_LIMITS, Account, ApiServer, machine, register
 from bench.harness import fresh_servers
 

@@ -25,9 +25,9 @@ import msgspec
 from adapters.blobs.filesystem import FilesystemBlobStore
 from adapters.bootstrap import bootstrap_engine
 from adapters.bootstrap.parts import build_tools
+from adapters.config.settings import Settings
 from adapters.deltas import NullDeltaSink
 from adapters.llm.tokens import CharRatioTokenCounter
-from adapters.settings import Settings
 from application.bridge import SyncBridge
 from application.engine_settings import EngineSettings
 from application.ports import LLM

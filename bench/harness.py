@@ -16,8 +16,8 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from adapters.bootstrap import bootstrap
-from adapters.embedded import EmbeddedServers
-from adapters.settings import Settings
+from adapters.config.settings import Settings
+from adapters.processes.embedded import EmbeddedServers
 from adapters.system import System
 
 

@@ -40,8 +40,8 @@ import psycopg
 from eventsourcing.postgres import PostgresDatastore
 from psycopg.sql import SQL
 
-from adapters.embedded import EmbeddedPostgres, stop_postgres
 from adapters.postgres.eventstore import datastore_of
+from adapters.processes.embedded import EmbeddedPostgres, stop_postgres
 from bench.api_harness import machine
 from bench.harness import fresh_servers, median, percentile
 from projections.memories import MemoriesView

@@ -16,8 +16,8 @@ import time
 from uuid import uuid4
 
 from adapters.bootstrap.in_memory import in_memory_sessions
+from adapters.config.secrets import Sealer
 from adapters.personal_keys import InMemoryKeyStore, UserKeys
-from adapters.secrets import Sealer
 from bench.harness import cores, median
 from domain.session import AgentSession as S
 

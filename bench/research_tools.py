@@ -18,8 +18,8 @@ from pathlib import Path
 from uuid import uuid4
 
 from adapters.bootstrap import bootstrap_engine
+from adapters.config.settings import Settings
 from adapters.llm.scripted import ScriptedLLM
-from adapters.settings import Settings
 from application.ports import Page, SearchHit, SearchQuery
 from application.tools.read_url import ReadUrl
 from application.tools.web_search import WebSearchTool

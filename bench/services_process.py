@@ -9,7 +9,7 @@ import asyncio
 import sys
 
 from adapters.bootstrap import bootstrap
-from adapters.settings import Settings
+from adapters.config.settings import Settings
 
 
 async def main(database_url: str, nats_url: str, stream: str) -> None:

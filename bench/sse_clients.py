@@ -29,7 +29,7 @@ from uuid import UUID
 
 import httpx
 
-from adapters.embedded_nats import nats_server_binary
+from adapters.processes.embedded_nats import nats_server_binary
 from bench.api_harness import (
     CpuWindow,
     Stack,

@@ -41,7 +41,7 @@ from nats.aio.msg import Msg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from adapters.loop import run
+from adapters.processes.loop import run
 from bench.api_harness import machine
 from bench.bare_http import DELTAS, STORED, http_ms
 from bench.harness import fresh_servers

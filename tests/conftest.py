@@ -26,13 +26,13 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from adapters.bootstrap import bootstrap
 from adapters.bootstrap.in_memory import in_memory_sessions
+from adapters.config.settings import Settings
 from adapters.container import Container
-from adapters.embedded import EmbeddedServers
 from adapters.embeddings import voyage as voyage_embeddings
 from adapters.llm import retries as model_requests
 from adapters.llm.unconfigured import UnconfiguredLLM
+from adapters.processes.embedded import EmbeddedServers
 from adapters.services import Services
-from adapters.settings import Settings
 from adapters.system import System
 from adapters.web_search import tavily as tavily_search
 from application import passwords

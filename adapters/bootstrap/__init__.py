@@ -35,6 +35,8 @@ from adapters.bootstrap.parts import (
     embedding_models,
     load_price_table,
 )
+from adapters.config.secrets import Sealer
+from adapters.config.settings import Settings
 from adapters.container import Container
 from adapters.deltas import NullDeltaSink
 from adapters.llm.tokens import TiktokenCounter
@@ -42,6 +44,8 @@ from adapters.mcp.client import McpConnections
 from adapters.mcp.operator import operator_servers
 from adapters.nats.live import NatsDeltaSink
 from adapters.nats.stream import EventStream
+from adapters.observability.telemetry import traced_llm, traced_tools, tracer_provider_from_env
+from adapters.observability.telemetry_runs import run_tracing
 from adapters.personal_keys import UserKeys
 from adapters.postgres.advisory_locks import AdvisoryLocks, SessionRunLocks
 from adapters.postgres.context_snapshots import PostgresContextSnapshots
@@ -49,15 +53,11 @@ from adapters.postgres.eventstore import eventstore_env
 from adapters.postgres.personal_copies import PostgresPersonalCopies
 from adapters.postgres.schema_lock import schema_lock
 from adapters.postgres.user_keys import PostgresKeyStore
-from adapters.secrets import Sealer
 from adapters.services import Services
-from adapters.settings import Settings
 from adapters.slides.office import Office
 from adapters.slides.previews import SlidePreviews
 from adapters.slides.renderer import PptxRenderer
 from adapters.system import Engine, System
-from adapters.telemetry import traced_llm, traced_tools, tracer_provider_from_env
-from adapters.telemetry_runs import run_tracing
 from application.accounts import AccountService
 from application.auto_memory import AutoMemory
 from application.bridge import SyncBridge

@@ -10,7 +10,7 @@ from uuid import UUID
 from argon2 import PasswordHasher
 from eventsourcing.application import Application
 
-from adapters.settings import Settings
+from adapters.config.settings import Settings
 from application.accounts import THIRTY_DAYS, AccountService
 from application.bridge import SyncBridge
 from application.ports import BlobStore

@@ -10,14 +10,14 @@ import logging
 from pathlib import Path
 
 from adapters.blobs.filesystem import FilesystemBlobStore
+from adapters.config.price_file import PriceFileError, load_prices
+from adapters.config.settings import Settings
 from adapters.documents import PdfRenderer
 from adapters.embeddings import EmbedderUnavailable, build_embedder, embedder_for
 from adapters.llm.router import Factory, ModelRouter
 from adapters.llm.scripted import load_llm_spec, script_path
 from adapters.llm.tokens import TiktokenCounter
 from adapters.llm.unconfigured import PROVIDER_KEYS, WAYS_TO_A_MODEL
-from adapters.price_file import PriceFileError, load_prices
-from adapters.settings import Settings
 from adapters.slides.renderer import PptxRenderer
 from adapters.web.page_reader import HttpPageReader
 from adapters.web.url_guard import AllowList

@@ -7,8 +7,8 @@ from adapters.container import Container
 from adapters.nats.run_queue import RunQueue
 from adapters.postgres.active_runs import active_runs
 from adapters.postgres.advisory_locks import AdvisoryLocks, SessionRunLocks
+from adapters.processes.worker import Worker, WorkerSettings
 from adapters.system import Engine, System
-from adapters.worker import Worker, WorkerSettings
 
 
 def dispatch_runs_to_workers(system: System) -> RunQueue:

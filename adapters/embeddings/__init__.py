@@ -11,12 +11,12 @@ import os
 import re
 from collections.abc import Mapping
 
+from adapters.config.settings import DEFAULT_EMBEDDER, default_embedder
 from adapters.embeddings.hashing import HashingEmbedder
 from adapters.embeddings.voyage import DEFAULT_DIMENSIONS as VOYAGE_DIMENSIONS
 from adapters.embeddings.voyage import DEFAULT_MODEL as DEFAULT_VOYAGE_MODEL
 from adapters.embeddings.voyage import VoyageEmbedder
 from adapters.embeddings.word_llama import EmbedderUnavailable, WordLlamaEmbedder
-from adapters.settings import DEFAULT_EMBEDDER, default_embedder
 from application.ports import Embedder
 
 EMBEDDERS = ("hashing", "wordllama", "voyage")

@@ -18,6 +18,7 @@ from litestar.di import Provide
 from litestar.middleware import DefineMiddleware
 from litestar.types import ControllerRouterHandler
 
+from adapters.config.settings import WEB_DIST
 from adapters.http.contract.openapi import complete, docs_routes, openapi_config
 from adapters.http.deps import api_of
 from adapters.http.errors import EXCEPTION_HANDLERS
@@ -52,9 +53,8 @@ from adapters.http.routes.user_erasure import ErasureController
 from adapters.http.routes.web_app import web_routes
 from adapters.http.routes.workspace_files import workspace_files_router
 from adapters.http.routes.ws import push_socket
-from adapters.settings import WEB_DIST
+from adapters.observability.telemetry_runs import http_tracing, request_spans
 from adapters.system import System
-from adapters.telemetry_runs import http_tracing, request_spans
 
 log = logging.getLogger(__name__)
 MAX_BODY = 2 * 1024 * 1024  # a 1 MiB message plus its JSON envelope fits; more is refused
@@ -89,7 +89,7 @@ def create_app(
     its middleware and, as its lifespan, what runs beside the requests.
 
     `limits` and `login_limits` replace the settings' (tests count with their own);
-    with `system.telemetry`, each request is a span (`adapters/telemetry_runs.py`).
+    with `system.telemetry`, each request is a span (`adapters/observability/telemetry_runs.py`).
     """
     parts = system.http.limited(limits, login_limits)
     api = parts.api
@@ -117,8 +117,8 @@ def create_app(
         cors_config=cors_config(system.settings),  # outside the rest: preflights need no token
         lifespan=[lifespan],
         on_startup=[log_redaction.install],  # no access token reaches a log
-        # The process configured logging (adapters/json_logs.py): litestar's own config
-        # would replace the root logger's handler, its format and its level.
+        # The process configured logging (adapters/observability/json_logs.py): litestar's
+        # own config would replace the root logger's handler, its format and its level.
         logging_config=None,
         on_shutdown=[parts.idempotency.close],  # this process's Idempotency-Key leases
         request_max_body_size=MAX_BODY,

@@ -9,7 +9,7 @@ services, and `serve` returns. uvicorn itself would raise the signal again once 
 that would end the process before it stops the servers it started, so it does not.
 
 Where installed, the HTTP parser is httptools' and the event loop uvloop's: `serve` runs
-in a loop the caller starts (`adapters.loop.run` in `adapters.cli`), so uvicorn's own
+in a loop the caller starts (`adapters.processes.loop.run` in `adapters.cli`), so uvicorn's own
 `loop` setting never applies.
 
 The client address (`scope["client"]`, which the rate limits before login and the
@@ -30,9 +30,9 @@ from typing import TypedDict
 import uvicorn
 from uvicorn.config import LOGGING_CONFIG
 
+from adapters.config.settings import Settings
 from adapters.http.app import create_app, end_streams
 from adapters.http.routes.web_app import where
-from adapters.settings import Settings
 from adapters.system import System
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)

@@ -31,7 +31,7 @@ from nats.js.api import (
 from nats.js.errors import NotFoundError
 
 from adapters.nats.stream import StreamUnavailable
-from adapters.telemetry_runs import trace_headers
+from adapters.observability.telemetry_runs import trace_headers
 from schemas.runs import RunRequest
 
 DURABLE = "workers"

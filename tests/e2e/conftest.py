@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.settings import Settings
+from adapters.config.settings import Settings
 from tests.e2e.client import Server
 
 SCRIPTS = Path(__file__).parent / "scripts"

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.embedded import EmbeddedNats
-from adapters.settings import Settings
+from adapters.config.settings import Settings
+from adapters.processes.embedded import EmbeddedNats
 from tests.e2e.client import Server
 from tests.e2e.conftest import UNLIMITED, script_path
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from adapters.embedded import EmbeddedNats
-from adapters.settings import Settings
+from adapters.config.settings import Settings
+from adapters.processes.embedded import EmbeddedNats
 from tests.e2e.client import Server, is_event, read_sse, sign_up, wait_until
 from tests.e2e.conftest import UNLIMITED, script_path
 

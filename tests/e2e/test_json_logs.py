@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from adapters.settings import Settings
+from adapters.config.settings import Settings
 from tests.e2e.chat_helpers import chat, new_session, user
 from tests.e2e.client import Server
 from tests.e2e.conftest import UNLIMITED, script_path

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from adapters.settings import Settings
+from adapters.config.settings import Settings
 from tests.e2e.client import Server, SseEvent, parse_sse
 from tests.waiting import eventually
 

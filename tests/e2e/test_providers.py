@@ -12,7 +12,7 @@ from decimal import Decimal
 
 import pytest
 
-from adapters.price_file import load_prices
+from adapters.config.price_file import load_prices
 from domain.conversation import Usage
 from tests.e2e.chat_helpers import audit_log, chat, new_session, user
 from tests.e2e.client import settled

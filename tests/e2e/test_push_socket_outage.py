@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.settings import Settings
+from adapters.config.settings import Settings
 from tests.e2e.chat_helpers import chat, new_session, user
 from tests.e2e.client import wait_until
 from tests.e2e.own_nats import server_on_own_nats

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from adapters.demo import research_script
+from adapters.commands.demo import research_script
 from adapters.web_search.local_web import CORPUS
 from tests.e2e.client import SseEvent, is_event, read_sse, settled, sign_up
 from tests.e2e.conftest import StartServer

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from adapters.settings import Settings
+from adapters.config.settings import Settings
 from tests.e2e.chat_helpers import assert_contiguous, audit_log, chat, follow, new_session, user
 from tests.e2e.client import Server, SseRead, is_event
 from tests.e2e.conftest import StartServer

@@ -33,7 +33,7 @@ import pytest
 import yaml
 from websockets.sync.client import connect
 
-from adapters.demo import research_script
+from adapters.commands.demo import research_script
 from adapters.web_search.local_web import CORPUS
 from tests.e2e.chat_helpers import audit_log
 from tests.e2e.client import read_sse, settled, sign_up

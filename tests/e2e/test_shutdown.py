@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from adapters.settings import Settings
+from adapters.config.settings import Settings
 from tests.e2e.client import Server, is_event, read_sse, sign_up
 from tests.e2e.conftest import UNLIMITED, script_path
 from tests.e2e.follower import Follower

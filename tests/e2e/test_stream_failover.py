@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from adapters.settings import Settings
+from adapters.config.settings import Settings
 from tests.e2e.client import Server, is_event, read_sse, sign_up, wait_until
 from tests.e2e.follower import Follower
 from tests.e2e.own_nats import server_on_own_nats

@@ -15,10 +15,10 @@ from adapters.blobs.filesystem import FilesystemBlobStore
 from adapters.bootstrap import bootstrap_engine
 from adapters.bootstrap.in_memory import IN_MEMORY, in_memory_files
 from adapters.bootstrap.parts import build_tools
+from adapters.config.settings import Settings
 from adapters.embeddings import HashingEmbedder
 from adapters.llm.scripted import ScriptedLLM
 from adapters.llm.tokens import CharRatioTokenCounter
-from adapters.settings import Settings
 from application.bridge import SyncBridge
 from application.engine_settings import EngineSettings
 from application.memories import Memories

@@ -86,7 +86,7 @@ class Serve:
         """The watchdog this serve process started."""
         assert self.process is not None
         for child in psutil.Process(self.process.pid).children():
-            if "adapters.watchdog" in child.cmdline():
+            if "adapters.processes.watchdog" in child.cmdline():
                 return child
         raise AssertionError("serve runs no watchdog")
 

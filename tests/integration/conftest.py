@@ -8,9 +8,9 @@ import pytest
 from litestar.testing import TestClient
 
 from adapters.bootstrap import bootstrap
+from adapters.config.settings import Settings
 from adapters.http.app import create_app
 from adapters.llm.scripted import ScriptedLLM, session_of
-from adapters.settings import Settings
 from adapters.system import System
 from domain.conversation import ModelRequest, StreamItem
 from tests.integration.memory_store import Memories

@@ -22,9 +22,9 @@ import msgspec
 from adapters.bootstrap import bootstrap
 from adapters.bootstrap.parts import build_tools
 from adapters.bootstrap.roles import recover_runs
+from adapters.config.settings import Settings
 from adapters.deltas import NullDeltaSink
 from adapters.llm.scripted import ScriptedLLM
-from adapters.settings import Settings
 from application.tools.base import Tool, ToolContext
 from domain.conversation import ModelRequest, ToolResultBlock
 from domain.session import AgentSession

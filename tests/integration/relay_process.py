@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from eventsourcing.persistence import Notification
 
 from adapters.bootstrap import bootstrap
+from adapters.config.settings import Settings
 from adapters.nats.stream import EventStream
-from adapters.settings import Settings
 
 
 class CrashingStream(EventStream):

@@ -14,9 +14,9 @@ from uuid import UUID, uuid4
 import anthropic
 
 from adapters.bootstrap import bootstrap
+from adapters.config.price_file import load_prices
+from adapters.config.settings import Settings
 from adapters.llm.anthropic import AnthropicLLM
-from adapters.price_file import load_prices
-from adapters.settings import Settings
 from adapters.system import System
 from domain.budgets import BudgetLimits
 from domain.pricing import PriceTable, Rates

@@ -12,8 +12,8 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from adapters.bootstrap import bootstrap
+from adapters.config.settings import Settings
 from adapters.llm.unconfigured import UnconfiguredLLM
-from adapters.settings import Settings
 
 pytestmark = pytest.mark.integration
 

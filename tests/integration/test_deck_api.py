@@ -21,9 +21,9 @@ from litestar.testing import TestClient
 from PIL import Image
 
 from adapters.bootstrap import bootstrap
+from adapters.config.settings import Settings
 from adapters.http.app import create_app
 from adapters.llm.scripted import ScriptedLLM
-from adapters.settings import Settings
 from tests.integration.test_artifacts_api import sign_up
 from tests.unit.pptx_package import check_package
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from adapters.embedded import EmbeddedServers
+from adapters.processes.embedded import EmbeddedServers
 from tests.waiting import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 OWNER = """
 import json, sys, time
 from pathlib import Path
-from adapters.embedded import EmbeddedServers
+from adapters.processes.embedded import EmbeddedServers
 servers = EmbeddedServers(Path(sys.argv[1])).start()
 pg_pid = servers.postgres.pgdata.joinpath("postmaster.pid").read_text().split()[0]
 print(json.dumps({"db": servers.database_url, "pg_pid": pg_pid, "nats_pid": servers.nats.pid}))

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from adapters.lease import STOPPING, WATCHDOG, LeaseHeld, OwnerLease
-from adapters.watchdog import take_over
+from adapters.processes.lease import STOPPING, WATCHDOG, LeaseHeld, OwnerLease
+from adapters.processes.watchdog import take_over
 
 pytestmark = pytest.mark.integration
 
 HOLD = """
 import sys, time
 from pathlib import Path
-from adapters.lease import OwnerLease
+from adapters.processes.lease import OwnerLease
 assert OwnerLease(Path(sys.argv[1]), "serve").try_acquire()
 print("held", flush=True)
 time.sleep(600)

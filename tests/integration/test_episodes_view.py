@@ -19,9 +19,9 @@ import pytest
 from eventsourcing.postgres import PostgresDatastore
 from psycopg.conninfo import conninfo_to_dict
 
+from adapters.config.settings import Settings
 from adapters.container import Container
 from adapters.embeddings.hashing import HashingEmbedder
-from adapters.settings import Settings
 from application.ports import Embedder
 from application.receipt import Receipt
 from application.sessions import SessionService

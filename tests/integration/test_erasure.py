@@ -19,11 +19,11 @@ from litestar.testing import TestClient
 from psycopg import sql
 
 from adapters.bootstrap import bootstrap
-from adapters.demo import replay_events
+from adapters.commands.demo import replay_events
+from adapters.config.settings import Settings
 from adapters.http.app import create_app
 from adapters.llm.scripted import ScriptedLLM
 from adapters.postgres.hash_chain import PostgresHashChain
-from adapters.settings import Settings
 from adapters.system import System
 from application.audit_chain import audit
 from domain.errors import NotFound

@@ -16,11 +16,11 @@ from eventsourcing.postgres import PostgresFactory
 from litestar import Litestar
 
 from adapters.bootstrap import bootstrap
+from adapters.config.settings import Settings
 from adapters.http.app import create_app, end_streams
 from adapters.http.middleware.limits import RateLimits
 from adapters.llm.unconfigured import UnconfiguredLLM
 from adapters.postgres.limit_counters import PostgresCounters
-from adapters.settings import Settings
 from adapters.system import System
 from tests.e2e.client import free_port
 from tests.waiting import eventually_async

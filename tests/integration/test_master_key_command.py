@@ -16,9 +16,9 @@ from uuid import uuid4
 
 import pytest
 
+from adapters.config.secrets import Sealer, key_id
 from adapters.container import Container
 from adapters.personal_keys import UserKeys
-from adapters.secrets import Sealer, key_id
 from domain.mcp_servers import McpServerConfig
 
 pytestmark = pytest.mark.integration

@@ -15,10 +15,10 @@ import pytest
 from litestar.testing import TestClient
 
 from adapters.bootstrap import bootstrap
-from adapters.demo import replay_events
+from adapters.commands.demo import replay_events
+from adapters.config.settings import Settings
 from adapters.http.app import create_app
 from adapters.llm.scripted import ScriptedLLM
-from adapters.settings import Settings
 from adapters.system import System
 from domain.session import AgentSession as S
 from projections import vector_graphs

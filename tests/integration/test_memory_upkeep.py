@@ -15,8 +15,8 @@ from psycopg.sql import SQL
 
 import projections.reembed as reembed_module
 import projections.vector_graphs as vector_graphs
+from adapters.commands.memory_upkeep import run_graphs, run_reembed
 from adapters.embeddings import HashingEmbedder
-from adapters.memory_upkeep import run_graphs, run_reembed
 from application.ports import MemoryHit
 from projections.memories import MemoriesView
 from projections.memory_vectors import model_states, vector_literal

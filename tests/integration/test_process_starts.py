@@ -28,9 +28,9 @@ def test_the_wiring_leaves_the_heavy_renderers_and_clients_to_their_first_use() 
     wired = (
         "import tempfile\n"
         "from pathlib import Path\n"
-        "import adapters.cli_commands\n"
+        "import adapters.commands.cli_commands\n"
         "from adapters.bootstrap.parts import build_blobs, build_tools\n"
-        "from adapters.settings import Settings\n"
+        "from adapters.config.settings import Settings\n"
         "settings = Settings(data_dir=Path(tempfile.mkdtemp()))\n"
         "tools, blobs = build_tools(settings), build_blobs(settings)"
     )

@@ -9,8 +9,8 @@ from uuid import uuid4
 import pytest
 
 from adapters.bootstrap import bootstrap
+from adapters.config.settings import Settings
 from adapters.llm.unconfigured import UnconfiguredLLM
-from adapters.settings import Settings
 from adapters.system import System
 from tests.waiting import eventually_async
 

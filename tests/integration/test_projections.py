@@ -10,10 +10,10 @@ import pytest
 from eventsourcing.persistence import StoredEvent
 from nats.js.api import ConsumerConfig
 
+from adapters.config.settings import Settings
 from adapters.container import Container
 from adapters.nats.stream import EventStream
 from adapters.services import Services
-from adapters.settings import Settings
 from adapters.system import System
 from domain.conversation import ModelTurn, TextBlock, Usage
 from projections.rebuild import rebuild

@@ -7,8 +7,8 @@ from uuid import uuid4
 
 import pytest
 
-from adapters.command_store import empty_store_note
-from adapters.demo import run_replay
+from adapters.commands.command_store import empty_store_note
+from adapters.commands.demo import run_replay
 from adapters.system import System
 
 pytestmark = [pytest.mark.integration]

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from adapters.container import Container
-from adapters.embedded import EmbeddedNats
+from adapters.processes.embedded import EmbeddedNats
 from adapters.services import Services
 from tests.integration.support import stream_notification_ids
 from tests.waiting import eventually_async

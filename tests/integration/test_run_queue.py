@@ -19,12 +19,12 @@ from eventsourcing.persistence import OperationalError
 from adapters.bootstrap import bootstrap, replay_engine
 from adapters.bootstrap.parts import build_tools
 from adapters.bootstrap.roles import build_worker, dispatch_runs_to_workers
+from adapters.config.settings import Settings
 from adapters.deltas import NullDeltaSink
 from adapters.llm.scripted import ScriptedLLM
 from adapters.nats.run_queue import RunQueue
-from adapters.settings import Settings
+from adapters.processes.worker import Worker
 from adapters.system import System
-from adapters.worker import Worker
 from application.ports import LLM
 from application.replay import replay
 from domain.conversation import ModelRequest, StreamItem
@@ -168,7 +168,7 @@ async def test_a_malformed_run_message_is_terminated_and_logged(
         )
     finally:
         await nc.close()
-    with caplog.at_level(logging.ERROR, logger="adapters.worker"):
+    with caplog.at_level(logging.ERROR, logger="adapters.processes.worker"):
         await eventually_async(lambda: _zero(stack), what="the bad message to go")
     assert "terminating malformed run message bad-1" in caplog.text
     # Still taking runs after it.

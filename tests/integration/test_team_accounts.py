@@ -10,9 +10,9 @@ from uuid import UUID
 
 import pytest
 
+from adapters.commands.team_commands import run_teams
 from adapters.container import Container
 from adapters.services import Services
-from adapters.team_commands import run_teams
 from application.accounts import AccountService
 from application.team_members import InvitationSent
 from domain.errors import DomainError

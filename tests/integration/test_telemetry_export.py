@@ -8,7 +8,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from adapters.llm.scripted import ScriptedLLM
-from adapters.telemetry import shutdown, traced_llm, tracer_provider_from_env
+from adapters.observability.telemetry import shutdown, traced_llm, tracer_provider_from_env
 from domain.conversation import SESSION_KEY, Message, ModelRequest, TextBlock
 from tests.fakes.otlp_receiver import Receiver, receiving
 

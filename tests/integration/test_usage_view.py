@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from uuid import UUID, uuid4
 
+from adapters.config.price_file import load_prices
 from adapters.container import Container
-from adapters.price_file import load_prices
 from adapters.services import Services
 from domain.conversation import ModelTurn, TextBlock, Usage
 from domain.values import ModelCallCost

@@ -26,9 +26,9 @@ import pytest
 from litestar.testing import TestClient
 
 from adapters.blobs.s3 import S3BlobStore, key_of
+from adapters.config.settings import Settings
 from adapters.http.app import create_app
 from adapters.http.middleware.limits import RateLimits
-from adapters.settings import Settings
 from adapters.system import System
 from projections.rebuild import rebuild
 from projections.workspace_files import WorkspaceFilesView

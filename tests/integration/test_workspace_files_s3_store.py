@@ -14,7 +14,7 @@ import pytest
 from adapters.blobs.filesystem import FilesystemBlobStore
 from adapters.blobs.s3 import S3BlobStore, key_of
 from adapters.bootstrap.parts import build_blobs
-from adapters.settings import Settings
+from adapters.config.settings import Settings
 from application.ports import BlobNotFound
 from tests.fakes.s3_server import LocalS3, local_s3
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from adapters.bootstrap import bootstrap
 from adapters.bootstrap.parts import build_tools
 from adapters.bootstrap.roles import build_worker
+from adapters.config.settings import Settings
 from adapters.deltas import NullDeltaSink
 from adapters.llm.scripted import ScriptedLLM
-from adapters.settings import Settings
 from domain.conversation import ModelRequest
 from tests.integration.engine_process import Deploy, SlowWork
 from tests.integration.engine_process import model as tool_model

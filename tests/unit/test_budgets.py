@@ -11,7 +11,7 @@ from argon2 import PasswordHasher
 
 from adapters.bootstrap.in_memory import in_memory_accounts
 from adapters.bootstrap.parts import load_price_table
-from adapters.settings import Settings
+from adapters.config.settings import Settings
 from domain.account_errors import BudgetNotFound, Forbidden
 from domain.budgets import Budget, BudgetLimits, Spend
 from domain.errors import InvalidCommand

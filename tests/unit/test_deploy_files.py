@@ -29,7 +29,7 @@ import jsonschema
 import pytest
 import yaml
 
-from adapters.env_vars import DOCUMENTED
+from adapters.config.env_vars import DOCUMENTED
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "compose.yaml"
@@ -49,7 +49,7 @@ REQUIRED = (
 PLACEHOLDERS = {name: f"placeholder-{name.lower()}" for name in REQUIRED}
 # Services whose health the others wait on, and the HTTP roles.
 HEALTHY = ("postgres", "nats", "s3", "api-1", "api-2", "proxy")
-# Variables TokenDance's processes get that adapters/env_vars.py does not list: the model
+# Variables TokenDance's processes get that adapters/config/env_vars.py does not list: the model
 # and search vendors' own, read by our adapters or by the vendor's SDK itself.
 VENDOR_VARIABLES = {
     "ANTHROPIC_API_KEY": "adapters",
@@ -246,7 +246,7 @@ def test_the_variables_of_tokendance_processes_are_ones_it_reads() -> None:
             where = VENDOR_VARIABLES.get(name)
             if where is None or not mentioned(name, where):
                 unknown.add(name)
-    assert unknown == set(), "not in adapters/env_vars.py nor read by a vendor's SDK"
+    assert unknown == set(), "not in adapters/config/env_vars.py nor read by a vendor's SDK"
 
 
 def mentioned(name: str, where: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from adapters.env_vars import DOCUMENTED
+from adapters.config.env_vars import DOCUMENTED
 
 ROOT = Path(__file__).parent.parent.parent
 PACKAGES = ("adapters", "application", "domain", "projections", "sandbox", "schemas", "skills")

@@ -12,8 +12,8 @@ from uuid import UUID, uuid4
 import pytest
 
 from adapters.bootstrap.parts import build_tools
+from adapters.config.settings import Settings
 from adapters.documents.pdf import ReportLabDocumentRenderer
-from adapters.settings import Settings
 from application.tools.base import ToolContext
 from application.tools.files import MAX_LENGTH, FileToolError, ListFiles, ReadFile
 from domain.file_paths import InvalidPath, check_path

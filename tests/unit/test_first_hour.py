@@ -12,14 +12,14 @@ from uuid import uuid4
 
 import pytest
 
-from adapters import cli_commands
 from adapters.blobs.filesystem import FilesystemBlobStore
 from adapters.bootstrap.parts import build_llm, model_notice
 from adapters.cli import main
-from adapters.demo import print_artifact
+from adapters.commands import cli_commands
+from adapters.commands.demo import print_artifact
+from adapters.config.settings import Settings
 from adapters.llm.router import ModelRouter
 from adapters.llm.scripted import load_llm_spec
-from adapters.settings import Settings
 from application.ports import LLM, LLMNotConfigured
 from application.tool_calls import action_id_for
 from domain.conversation import Message, ModelRequest, TextBlock

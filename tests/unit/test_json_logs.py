@@ -15,8 +15,8 @@ import msgspec
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
-from adapters.json_logs import JsonFormatter, configure, scrub
-from adapters.settings import Settings
+from adapters.config.settings import Settings
+from adapters.observability.json_logs import JsonFormatter, configure, scrub
 from application import log_context
 
 KEY = "tdk_" + "a" * 52

@@ -10,7 +10,7 @@ import pytest
 from argon2 import PasswordHasher
 
 from adapters.bootstrap.in_memory import in_memory_accounts
-from adapters.secrets import SealBroken, Sealer, key_id
+from adapters.config.secrets import SealBroken, Sealer, key_id
 from domain.mcp_servers import McpServerConfig
 
 OLD, NEW = b"\x01" * 32, b"\x02" * 32

@@ -10,8 +10,8 @@ from uuid import uuid4
 
 import pytest
 
+from adapters.config.secrets import SealBroken, Sealer
 from adapters.mcp.client import McpUnreachable, tool_specs
-from adapters.secrets import SealBroken, Sealer
 from application.mcp_tools import McpToolSpec, SessionTools, check_tool_schema, mcp_tool
 from application.tools.registry import ToolRegistry, ToolRejected
 from domain.errors import InvalidValue

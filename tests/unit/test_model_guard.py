@@ -10,11 +10,11 @@ import httpx2
 import pytest
 
 from adapters.bootstrap.parts import build_llm
+from adapters.config.settings import Settings
 from adapters.llm import retries as model_requests
 from adapters.llm.anthropic import AnthropicLLM
 from adapters.llm.retries import ModelRequestsForbidden
 from adapters.llm.router import ModelRouter
-from adapters.settings import Settings
 from application.ports import LLMOverloaded
 from domain.conversation import Message, ModelRequest, ModelTurn, TextBlock
 from tests.fakes.anthropic_server import FakeAnthropic, Text, Turn, serve_fake_anthropic

@@ -8,8 +8,8 @@ from decimal import Decimal
 
 import pytest
 
+from adapters.config.price_file import load_prices
 from adapters.llm.router import ModelRouter
-from adapters.price_file import load_prices
 from application.ports import LLM, LLMBadRequest, LLMNotConfigured
 from domain.conversation import (
     Message,

@@ -11,8 +11,8 @@ from uuid import UUID, uuid4
 import pytest
 
 from adapters.bootstrap.in_memory import in_memory_sessions
+from adapters.config.secrets import Sealer
 from adapters.personal_keys import InMemoryKeyStore, KeyRow, UserKeys
-from adapters.secrets import Sealer
 from application.sessions import SessionService
 from domain.errors import UserGone
 from domain.personal_data import ERASED, PERSONAL, UNREADABLE

@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from adapters.price_file import PriceFileError, bundled_prices_path, load_prices, parse_prices
+from adapters.config.price_file import (
+    PriceFileError,
+    bundled_prices_path,
+    load_prices,
+    parse_prices,
+)
 from domain.conversation import Usage
 from domain.pricing import Rates
 

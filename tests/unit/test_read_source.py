@@ -12,7 +12,7 @@ from uuid import UUID
 
 from adapters.blobs.filesystem import FilesystemBlobStore
 from adapters.bootstrap.parts import build_tools
-from adapters.settings import Settings
+from adapters.config.settings import Settings
 from application.ports import Page, SearchHit, SearchQuery
 from application.tools.base import AnyTool
 from application.tools.read_source import MAX_LENGTH

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapters.bootstrap.parts import build_tools
-from adapters.settings import Settings
+from adapters.config.settings import Settings
 from application.ports import Page, SearchHit, SearchQuery
 from application.tools.read_url import ReadUrl
 from application.tools.web_search import WebSearchTool

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from adapters.bootstrap.parts import announce_model, build_llm
+from adapters.config.settings import Settings
 from adapters.llm.router import ModelRouter
 from adapters.llm.scripted import ScriptedLLM, ScriptError, load_llm_spec
 from adapters.llm.unconfigured import UnconfiguredLLM
-from adapters.settings import Settings
 from application.ports import LLMError
 from domain.conversation import (
     SESSION_KEY,

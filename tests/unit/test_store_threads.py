@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.settings import Settings
+from adapters.config.settings import Settings
 
 
 def test_the_bridge_has_the_threads_set() -> None:

@@ -15,10 +15,10 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from adapters.bootstrap import bootstrap_engine
 from adapters.bootstrap.parts import build_tools
+from adapters.config.settings import Settings
 from adapters.llm.scripted import ScriptedLLM
 from adapters.llm.tokens import CharRatioTokenCounter
-from adapters.settings import Settings
-from adapters.telemetry import (
+from adapters.observability.telemetry import (
     TracedLLM,
     shutdown,
     traced_llm,

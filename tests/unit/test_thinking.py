@@ -10,10 +10,10 @@ import anthropic
 import pytest
 
 from adapters.bootstrap.in_memory import in_memory_sessions
+from adapters.config.settings import Settings
 from adapters.http.streams.sse import live_payload, payloads
 from adapters.llm.anthropic import AnthropicLLM
 from adapters.llm.anthropic_wire import to_wire
-from adapters.settings import Settings
 from application.engine_settings import EngineSettings, frame_of
 from application.ports import LLMBadRequest
 from domain.context_turns import content_block

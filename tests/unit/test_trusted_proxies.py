@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from adapters.config.settings import Settings
 from adapters.http.server import proxy_options
-from adapters.settings import Settings
 
 PROXIES = "TOKENDANCE_TRUSTED_PROXIES"
 

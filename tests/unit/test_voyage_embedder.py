@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from adapters.config.settings import Settings
 from adapters.embeddings import (
     EmbedderUnavailable,
     HashingEmbedder,
@@ -23,7 +24,6 @@ from adapters.embeddings import (
 )
 from adapters.embeddings.voyage import DEFAULT_BASE_URL, EmbedRequestsForbidden, batches
 from adapters.loopback import is_loopback_host
-from adapters.settings import Settings
 from application.ports import Embedder
 from tests.fakes.voyage_server import FakeVoyage, serve_fake_voyage
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from adapters.config.settings import WEB_DIST, Settings
 from adapters.http.routes.web_app import BUILD, where
-from adapters.settings import WEB_DIST, Settings
 
 
 def test_the_build_is_the_repositorys_web_dist_unless_the_setting_names_another(

@@ -15,8 +15,8 @@ from __future__ import annotations
 from litestar.config.cors import CORSConfig
 from litestar.types import Method
 
-from adapters.origins import DEV_ORIGIN
-from adapters.settings import Settings
+from adapters.config.origins import DEV_ORIGIN
+from adapters.config.settings import Settings
 
 ALLOW_HEADERS = ["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID"]
 # What a client reads of an answer beyond the CORS-safelisted headers: when to retry

@@ -19,9 +19,9 @@ from litestar import Controller, Response, get
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, FromQuery, QueryParameter
 
+from adapters.commands.usage_params import UsageParamError, day_range, group_keys
 from adapters.http.deps import Api, ApiDep, Caller
 from adapters.http.errors import invalid
-from adapters.usage_params import UsageParamError, day_range, group_keys
 from application.tokens import Principal
 from domain.errors import NotFound, SessionNotFound
 from domain.pricing import usd_text

@@ -16,10 +16,10 @@ from typing import assert_never
 from uuid import UUID, uuid4
 
 from adapters.bootstrap import replay_engine
-from adapters.command_store import empty_store_note, store_place
+from adapters.commands.command_store import empty_store_note, store_place
+from adapters.config.settings import Settings
 from adapters.container import Container
 from adapters.llm.scripted import BUNDLED_SCRIPTS
-from adapters.settings import Settings
 from adapters.system import Engine, System
 from adapters.web_search.local_web import LocalWeb
 from application.ports import BlobStore

@@ -18,12 +18,12 @@ from contextlib import contextmanager
 from adapters.bootstrap import bootstrap
 from adapters.bootstrap.parts import announce_model
 from adapters.bootstrap.roles import build_worker, dispatch_runs_to_workers
-from adapters.embedded import EmbeddedServers, LeaseHeld
-from adapters.json_logs import configure as configure_logging
+from adapters.config.settings import Settings
 from adapters.llm.scripted import check_llm_spec
-from adapters.loop import run as run_loop
 from adapters.nats.signing_peers import differing_at
-from adapters.settings import Settings
+from adapters.observability.json_logs import configure as configure_logging
+from adapters.processes.embedded import EmbeddedServers, LeaseHeld
+from adapters.processes.loop import run as run_loop
 from adapters.system import System
 
 Command = Callable[[Settings, argparse.Namespace], None]
@@ -105,7 +105,7 @@ def _serve(settings: Settings, _: argparse.Namespace) -> None:
 def _chain_old_events(system: System) -> None:
     """The hash chain's backfill (`tokendance audit backfill`): events stored before the
     chain get their hashes. Cheap once done (an index of the unhashed rows, empty)."""
-    from adapters.audit_commands import accounts_chain
+    from adapters.commands.audit_commands import accounts_chain
     from adapters.postgres.hash_chain import PostgresHashChain
 
     for log, chain in (
@@ -181,8 +181,8 @@ def _background(
 
 
 def _demo(settings: Settings, args: argparse.Namespace) -> None:
-    from adapters.demo import DEMO_QUESTION, demo_settings, run_demo
-    from adapters.demo_slides import SLIDES_QUESTION, run_slides_demo, slides_settings
+    from adapters.commands.demo import DEMO_QUESTION, demo_settings, run_demo
+    from adapters.commands.demo_slides import SLIDES_QUESTION, run_slides_demo, slides_settings
     from adapters.web_search.local_web import serve_local_web
 
     if args.slides:
@@ -198,8 +198,8 @@ def _demo(settings: Settings, args: argparse.Namespace) -> None:
 
 
 def _replay(settings: Settings, args: argparse.Namespace) -> None:
-    from adapters.command_store import require_recorded
-    from adapters.demo import run_replay
+    from adapters.commands.command_store import require_recorded
+    from adapters.commands.demo import run_replay
 
     require_recorded(settings, "replay")
     with _system(settings, relay=False, projections=False) as system:
@@ -208,8 +208,8 @@ def _replay(settings: Settings, args: argparse.Namespace) -> None:
 
 
 def _usage(settings: Settings, args: argparse.Namespace) -> None:
-    from adapters.command_store import empty_store_note, require_recorded
-    from adapters.usage_report import report
+    from adapters.commands.command_store import empty_store_note, require_recorded
+    from adapters.commands.usage_report import report
 
     require_recorded(settings, "usage")
     with _system(settings, relay=False, projections=False) as system:
@@ -219,7 +219,7 @@ def _usage(settings: Settings, args: argparse.Namespace) -> None:
 
 
 def _teams(settings: Settings, args: argparse.Namespace) -> None:
-    from adapters.team_commands import run_teams
+    from adapters.commands.team_commands import run_teams
     from domain.errors import DomainError
 
     with _system(settings, relay=False, projections=False) as system:
@@ -230,7 +230,7 @@ def _teams(settings: Settings, args: argparse.Namespace) -> None:
 
 
 def _audit(settings: Settings, args: argparse.Namespace) -> None:
-    from adapters.audit_commands import run_audit
+    from adapters.commands.audit_commands import run_audit
 
     with _system(settings, relay=False, projections=False) as system:
         status = run_audit(system.container, args, sys.stdout, sys.stderr)
@@ -248,7 +248,7 @@ def _reseal(settings: Settings, args: argparse.Namespace) -> None:
 
 
 def _erase(settings: Settings, args: argparse.Namespace) -> None:
-    from adapters.erase_command import run_erase
+    from adapters.commands.erase_command import run_erase
 
     with _system(settings, relay=False, projections=False) as system:
         status = run_erase(system, args.user, sys.stdout, sys.stderr)
@@ -289,8 +289,8 @@ def _rebuild(settings: Settings, args: argparse.Namespace) -> None:
 
 
 def _reembed(settings: Settings, args: argparse.Namespace) -> None:
+    from adapters.commands.memory_upkeep import run_reembed
     from adapters.embeddings import EmbedderUnavailable, build_embedder, embedder_for
-    from adapters.memory_upkeep import run_reembed
     from projections.episodes import EPISODE_VECTORS
     from projections.memories import MemoriesView
 
@@ -307,7 +307,7 @@ def _reembed(settings: Settings, args: argparse.Namespace) -> None:
 
 
 def _graphs(settings: Settings, args: argparse.Namespace) -> None:
-    from adapters.memory_upkeep import run_graphs
+    from adapters.commands.memory_upkeep import run_graphs
 
     with _system(settings, relay=False, projections=False) as system:
         status = run_graphs(system.container.database_url, out=sys.stdout)

@@ -2,7 +2,7 @@
 
 Used when no `TOKENDANCE_DATABASE_URL` / `TOKENDANCE_NATS_URL` is set, and by the
 tests. Servers live in the data directory and are reused by the next start. The process
-holding the data directory's ownership lease (`adapters/lease.py`) owns them: it starts
+holding the data directory's ownership lease (`adapters/processes/lease.py`) owns them: it starts
 or adopts them, stops them when it exits, and leaves a watchdog that stops them if it
 is killed, unless a newer process has taken the lease (and the servers) over by then.
 Any other process shares them and never stops them.
@@ -21,9 +21,9 @@ from types import TracebackType
 
 import psycopg
 
-from adapters.embedded_nats import EmbeddedNats, EmbeddedServerError, nats_server_binary
-from adapters.lease import STOPPING, Holder, LeaseHeld, OwnerLease
-from adapters.supervisor import Supervised, Supervisor
+from adapters.processes.embedded_nats import EmbeddedNats, EmbeddedServerError, nats_server_binary
+from adapters.processes.lease import STOPPING, Holder, LeaseHeld, OwnerLease
+from adapters.processes.supervisor import Supervised, Supervisor
 
 __all__ = ["EmbeddedNats", "EmbeddedPostgres", "EmbeddedServerError", "EmbeddedServers"]
 __all__ += ["LeaseHeld", "nats_server_binary", "stop_postgres"]
@@ -191,7 +191,7 @@ class EmbeddedServers:
         args += ["--postgres"] if self.postgres else []
         args += ["--nats"] if self.nats else []
         self._watchdog = subprocess.Popen(
-            [sys.executable, "-m", "adapters.watchdog", *args],
+            [sys.executable, "-m", "adapters.processes.watchdog", *args],
             stdin=subprocess.PIPE,
             start_new_session=True,
         )

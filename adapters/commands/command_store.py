@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from urllib.parse import urlsplit
 
-from adapters.settings import Settings
+from adapters.config.settings import Settings
 from adapters.system import System
 
 WHERE_SERVE_KEEPS_IT = (

@@ -4,12 +4,12 @@ process has adopted them by then.
 The owner starts this with a pipe on stdin and never writes to it. When the owner
 exits, even by SIGKILL, the kernel closes the pipe and this reads EOF (unless the
 owner wrote "stopped" first: it stopped them itself). Then it stops the servers only
-if it can take the data directory's ownership lease (`adapters/lease.py`) while the
+if it can take the data directory's ownership lease (`adapters/processes/lease.py`) while the
 lease still names the dead owner: a newer process holding it has adopted the servers
 and they are its own now. It holds the lease while it stops them, so a process that
 starts meanwhile waits and then starts them afresh.
 
-    python -m adapters.watchdog --data-dir D --owner PID:START [--postgres] [--nats]
+    python -m adapters.processes.watchdog --data-dir D --owner PID:START [--postgres] [--nats]
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-from adapters.embedded import stop_postgres
-from adapters.embedded_nats import read_nats_state, stop_process
-from adapters.lease import WATCHDOG, OwnerLease
+from adapters.processes.embedded import stop_postgres
+from adapters.processes.embedded_nats import read_nats_state, stop_process
+from adapters.processes.lease import WATCHDOG, OwnerLease
 
 # Seconds the owner's lease may outlive its pipe: both close as the process exits,
 # in no order we can rely on.

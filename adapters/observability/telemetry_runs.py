@@ -23,7 +23,7 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from opentelemetry import context, propagate, trace
 from opentelemetry.trace import SpanKind, Tracer, TracerProvider
 
-from adapters.telemetry import SCOPE
+from adapters.observability.telemetry import SCOPE
 
 AGENT = "tokendance"
 

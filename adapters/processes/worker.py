@@ -40,10 +40,10 @@ from nats.errors import TimeoutError as NatsTimeout
 from adapters.nats.connection import Backoff
 from adapters.nats.run_queue import NOT_HERE, STOPPED, RunQueue
 from adapters.nats.stream import StreamUnavailable
+from adapters.observability.telemetry_runs import continued
 from adapters.postgres.active_runs import active_runs
 from adapters.postgres.advisory_locks import SessionRunLocks
 from adapters.system import Engine
-from adapters.telemetry_runs import continued
 from application import log_context
 from application.runner import RunEnd
 from application.runs import STOP_GRACE, internal_failure

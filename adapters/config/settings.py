@@ -9,8 +9,8 @@ from dataclasses import dataclass, field, replace
 from ipaddress import ip_address, ip_network
 from pathlib import Path
 
-from adapters.env_vars import DOCUMENTED
-from adapters.origins import parse_origins
+from adapters.config.env_vars import DOCUMENTED
+from adapters.config.origins import parse_origins
 from domain.conversation import CacheTtl
 from domain.errors import InvalidCommand, InvalidValue
 from domain.model_names import parse_model_name
@@ -25,7 +25,7 @@ def _default(name: str) -> str:
 # The embedder without TOKENDANCE_EMBEDDER or VOYAGE_API_KEY (see `default_embedder`).
 DEFAULT_EMBEDDER = "wordllama"
 # The web client's build without TOKENDANCE_WEB_DIR: `web/dist` of this repository.
-WEB_DIST = Path(__file__).resolve().parents[1] / "web" / "dist"
+WEB_DIST = Path(__file__).resolve().parents[2] / "web" / "dist"
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from adapters.demo import describe, print_replay, replay_events, run_session
+from adapters.commands.demo import describe, print_replay, replay_events, run_session
+from adapters.config.settings import Settings
 from adapters.llm.scripted import BUNDLED_SCRIPTS
-from adapters.settings import Settings
 from adapters.slides.office import ConversionFailed, OfficeUnavailable
 from adapters.system import Engine, System
 from domain.deck_fold import DeckHistory

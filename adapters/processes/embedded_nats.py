@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from adapters.lease import process_start
+from adapters.processes.lease import process_start
 
 # An event carries up to a 1 MiB message, which JSON escaping can make several times
 # larger; NATS refuses payloads over 1 MiB by default.

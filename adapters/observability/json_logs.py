@@ -9,7 +9,7 @@ traceback, as text) when there is one. Nothing else of the record is written (no
 of what looks like a secret: bearer tokens, JWTs, TokenDance API keys and invitation
 tokens, model providers' keys, `?access_token=` values.
 
-Every role configures it the same way (`configure`, from `adapters/cli_commands.py`);
+Every role configures it the same way (`configure`, from `adapters/commands/cli_commands.py`);
 uvicorn's loggers and litestar's propagate to the root logger's handler in JSON, and
 Python's warnings are logged rather than printed.
 """

@@ -1,4 +1,4 @@
-"""The arguments of `tokendance teams ...` (what they do: `adapters/team_commands.py`)."""
+"""The arguments of `tokendance teams ...` (what they do: `adapters/commands/team_commands.py`)."""
 
 from __future__ import annotations
 

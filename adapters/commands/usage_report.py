@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from datetime import date
 
-from adapters.usage_params import UsageParamError, day_range, group_keys
+from adapters.commands.usage_params import UsageParamError, day_range, group_keys
 from domain.pricing import usd_text
 from projections.usage_queries import (
     COLUMNS,

@@ -1,6 +1,6 @@
 """The environment variables TokenDance reads: each one's default and what it is.
 
-`adapters.settings` reads them; docs/settings.md lists every one (a test
+`adapters.config.settings` reads them; docs/settings.md lists every one (a test
 checks the names both ways).
 """
 
@@ -165,7 +165,7 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
     ),
     "TOKENDANCE_PRICES": (
         "",
-        "a YAML price table to use instead of the bundled one (adapters/prices.yaml); "
+        "a YAML price table to use instead of the bundled one (adapters/config/prices.yaml); "
         "a file that does not parse stops the start, naming the file and line",
     ),
     "TOKENDANCE_CACHE_TTL": (

@@ -1,0 +1,1 @@
+"""What an operator follows: JSON logs and OpenTelemetry traces."""
