@@ -32,7 +32,7 @@ run: ## tokendance serve on the embedded servers (./.tokendance), http://localho
 	$(BIN)/tokendance serve
 
 test: test-web typecheck lint bytecode ## everything CI runs: web checks, mypy, ruff, the whole suite
-	$(PYTEST)
+	$(PYTEST) --durations=30
 
 test-web: ## the web app's checks (generated types, vue-tsc, ESLint, Vitest) and its build
 	@if ! command -v npm >/dev/null; then \
