@@ -48,15 +48,11 @@ class Container:
 
     @property
     def recorder(self) -> PostgresApplicationRecorder:
-        recorder = self.sessions.recorder
-        assert isinstance(recorder, PostgresApplicationRecorder)
-        return recorder
+        return recorder_of(self.sessions)
 
     @property
     def accounts_recorder(self) -> PostgresApplicationRecorder:
-        recorder = self.accounts.recorder
-        assert isinstance(recorder, PostgresApplicationRecorder)
-        return recorder
+        return recorder_of(self.accounts)
 
     def log_of(self, view: str) -> Application[UUID]:
         """The application whose event log feeds the read model named `view`."""
@@ -71,3 +67,10 @@ class Container:
         self.bridge.close()
         self.sessions.close()
         self.accounts.close()
+
+
+def recorder_of(app: Application[UUID]) -> PostgresApplicationRecorder:
+    """The Postgres recorder of `app`'s event log."""
+    recorder = app.recorder
+    assert isinstance(recorder, PostgresApplicationRecorder)
+    return recorder

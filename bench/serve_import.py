@@ -41,9 +41,9 @@ def cpu_of_import(tree: Path) -> float:
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
     child = subprocess.Popen([sys.executable, "-c", IMPORT], cwd=tree, env=env)
     _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode != 0:
-        raise SystemExit(f"importing the serve path from {tree} failed ({child.returncode})")
+    code = child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    if code != 0:
+        raise SystemExit(f"importing the serve path from {tree} failed ({code})")
     return usage.ru_utime + usage.ru_stime
 
 

@@ -16,9 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from eventsourcing.application import Application
 from eventsourcing.postgres import (
-    PostgresApplicationRecorder,
     PostgresFactory,
     PostgresTrackingRecorder,
 )
@@ -37,7 +35,7 @@ from adapters.bootstrap.parts import (
 )
 from adapters.config.secrets import Sealer
 from adapters.config.settings import Settings
-from adapters.container import Container
+from adapters.container import Container, recorder_of
 from adapters.deltas import NullDeltaSink
 from adapters.llm.tokens import TiktokenCounter
 from adapters.mcp.client import McpConnections
@@ -324,9 +322,3 @@ def _open_store(
         settings, database_url, nats_url, sessions, views, checkpoints, bridge, accounts, files,
         memories, MemoryAccess(accounts), erasure,
     )  # fmt: skip
-
-
-def recorder_of(app: Application[UUID]) -> PostgresApplicationRecorder:
-    recorder = app.recorder
-    assert isinstance(recorder, PostgresApplicationRecorder)
-    return recorder

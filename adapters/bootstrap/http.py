@@ -4,9 +4,9 @@ here connects or starts anything: the app's lifespan does (`HttpParts.serving`).
 
 from __future__ import annotations
 
-from eventsourcing.postgres import PostgresApplicationRecorder, PostgresFactory
+from eventsourcing.postgres import PostgresFactory
 
-from adapters.container import Container
+from adapters.container import Container, recorder_of
 from adapters.http.access import Access
 from adapters.http.deps import Api
 from adapters.http.middleware.idempotency import IdempotencyStore
@@ -46,7 +46,7 @@ def build_http(container: Container, services: Services, engine: Engine) -> Http
     c, s = container, container.settings
     factory = c.sessions.factory
     assert isinstance(factory, PostgresFactory)
-    logs = {name: _recorder_of(c, name) for name in c.views}
+    logs = {name: recorder_of(c.log_of(name)) for name in c.views}
     waiter = ViewWaiter(
         c.database_url,
         {n: v.channel for n, v in c.views.items()},
@@ -126,10 +126,3 @@ def session_feed(
         stream=container.settings.nats_stream,
         tail=tail,
     )
-
-
-def _recorder_of(container: Container, view: str) -> PostgresApplicationRecorder:
-    """The recorder of the log that feeds the read model named `view`."""
-    recorder = container.log_of(view).recorder
-    assert isinstance(recorder, PostgresApplicationRecorder)
-    return recorder

@@ -44,7 +44,7 @@ class LazyMcpServer:
     def __init__(self, api: Api) -> None:
         self.api = api
         self._manager: StreamableHTTPSessionManager | None = None
-        self._starting: asyncio.Lock | None = None
+        self._starting = asyncio.Lock()  # bound to a loop only when first awaited
         self._stop: asyncio.Event | None = None
         self._running: asyncio.Task[None] | None = None
 
@@ -55,7 +55,6 @@ class LazyMcpServer:
         )
 
     async def _start(self) -> StreamableHTTPSessionManager:
-        self._starting = self._starting or asyncio.Lock()
         async with self._starting:
             if self._manager is None:
                 # Imported on a thread: the other requests go on meanwhile.

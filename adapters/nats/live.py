@@ -22,10 +22,6 @@ from schemas import live
 from schemas.nats import Subjects
 
 
-def live_subject(stream: str, session_id: UUID | str) -> str:
-    return Subjects(stream).live(session_id)
-
-
 def to_wire(item: LiveItem) -> live.Live:
     match item:
         case TextDelta(text=text):
@@ -63,7 +59,7 @@ class NatsDeltaSink:
 
     def __init__(self, connection: Callable[[], NATS | None], stream: str) -> None:
         self._connection = connection
-        self._stream = stream
+        self._subjects = Subjects(stream)
 
     async def publish(self, session_id: UUID, delta: LiveItem) -> None:
         nc = self._connection()
@@ -71,6 +67,6 @@ class NatsDeltaSink:
             return  # a live preview: what it previews is stored anyway
         body = live.encode(to_wire(delta))
         try:
-            await nc.publish(live_subject(self._stream, session_id), body)
+            await nc.publish(self._subjects.live(session_id), body)
         except NatsError:
             return

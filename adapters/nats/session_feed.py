@@ -146,6 +146,7 @@ class SessionFeed:
         self.bridge = bridge
         self._connection = connection
         self.stream = stream
+        self.subjects = Subjects(stream)
         self.closed = False
         self.hub: SessionHub[Arrival] = SessionHub(
             connection=self.connection, subject=self._subject, parse=self._decode, join=join_text
@@ -196,13 +197,13 @@ class SessionFeed:
         return nc if nc is not None and nc.is_connected else None
 
     def _subject(self, session_id: UUID) -> str:
-        """Both `<stream>.events.<session>` and `live_subject`, in one subscription."""
-        return Subjects(self.stream).of_session(session_id)
+        """Both the session's stored events and its live deltas, in one subscription."""
+        return self.subjects.of_session(session_id)
 
     def _decode(self, msg: Msg) -> Arrival | None:
         """A message of the session's subject, once for all its readers (None: not ours)."""
         session = msg.subject.rsplit(".", 1)[-1]
-        subjects = Subjects(self.stream)
+        subjects = self.subjects
         if msg.subject == subjects.live(session):
             try:
                 return Live(from_wire(live.decode(msg.data)))

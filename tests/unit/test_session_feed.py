@@ -112,9 +112,11 @@ class CountingSessions:
     def __init__(self, sessions: SessionService) -> None:
         self.inner, self.reads = sessions, 0
         self.mapper = sessions.mapper
+        self.read_after: list[int] = []  # the version each read began after
 
     def session_events(self, session_id: UUID, after: int = 0) -> Iterator[object]:
         self.reads += 1
+        self.read_after.append(after)
         return self.inner.session_events(session_id, after=after)
 
 
@@ -196,16 +198,12 @@ async def test_events_in_hand_are_sent_as_they_are_and_not_read_back(
     written = list(sessions.session_events(sid))  # as a command's receipt holds them
     sessions.rename_session(sid, "two")  # the run wrote on before the stream began
     counting = CountingSessions(sessions)
-    read_after: list[int] = []
-    counting.session_events = lambda s, after=0: (  # type: ignore[method-assign]
-        read_after.append(after) or sessions.session_events(s, after=after)
-    )
     feed = feed_on(cast(SessionService, counting), bridge, [FakeNats()])
     items = feed.read(sid, 0, idle=0.2, known=written)
     first = await anext(items)
     assert isinstance(first, Stored) and first.event is written[0]  # the very object
     assert await next_stored(items) == 2  # then the store, from after what was in hand
-    assert read_after == [1]
+    assert counting.read_after == [1]
     await items.aclose()
 
     out_of_order = feed.read(sid, 1, idle=0.2, known=written)  # not the next: ignored
