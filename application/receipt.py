@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from domain.events import SessionEvent
+from domain.session import AgentSession
 
 
 @dataclass(frozen=True)
@@ -16,3 +17,10 @@ class Receipt:
     version: int
     notification_id: int
     events: tuple[SessionEvent, ...] = ()
+
+    def requested_run(self) -> UUID:
+        """The run a send-message command requested."""
+        for e in self.events:
+            if isinstance(e, AgentSession.RunRequested):
+                return e.run_id
+        raise AssertionError(f"no run requested in {self}")

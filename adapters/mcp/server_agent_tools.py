@@ -16,6 +16,7 @@ import msgspec
 from mcp_types import Tool, ToolAnnotations
 
 from adapters.http.errors import invalid
+from adapters.http.routes.tools import execute_out
 from adapters.mcp.server_bodies import output_schema
 from adapters.mcp.server_call import Answer, Call
 from application.tools.base import AnyTool
@@ -82,13 +83,7 @@ async def run_agent_tool(call: Call, tool: AnyTool, arguments: dict[str, object]
     await api.access.session_workspace(call.user, session_id, write=True)
     await call.progress(f"tool {tool.name} called")
     outcome = await api.manual.execute(session_id, tool.name, args)
-    out = ToolExecuteOut(
-        tool_call_id=outcome.tool_use_id,
-        status=outcome.status,
-        result=_output(outcome.result, json_output=tool.json_output),
-        error=outcome.error,
-        action_id=outcome.action_id,
-    )
+    out = execute_out(outcome, tool)  # as the REST route answers it
     match outcome.status:
         case "success":
             return Answer(outcome.result or "(no output)", out)
@@ -100,15 +95,3 @@ async def run_agent_tool(call: Call, tool: AnyTool, arguments: dict[str, object]
             return Answer(text, out)
         case status:
             return Answer(f"{tool.name} {status}: {outcome.error}", out, is_error=True)
-
-
-def _output(result: str | None, *, json_output: bool) -> str | dict[str, object] | None:
-    """A JSON tool's output as the object it is (its text if it is not one after all),
-    as the REST route answers it."""
-    if result is None or not json_output:
-        return result
-    try:
-        decoded = msgspec.json.decode(result)
-    except msgspec.DecodeError:
-        return result
-    return decoded if isinstance(decoded, dict) else result

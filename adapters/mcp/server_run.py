@@ -21,7 +21,6 @@ from adapters.mcp.server_call import Answer, Call
 from adapters.mcp.server_tools import start
 from adapters.mcp.server_uris import artifact_uri
 from adapters.nats.session_feed import Idle, Live, Stored
-from application.receipt import Receipt
 from domain.conversation import (
     LiveItem,
     TextDelta,
@@ -54,7 +53,7 @@ async def send_message(call: Call, body: SendMessageIn) -> Answer:
     receipt = await api.scheduler.send_message(
         sid, body.message, requested_by=user.user_id, api_key_id=user.api_key_id
     )
-    run = RunProgress(sid, _run_of(receipt))
+    run = RunProgress(sid, receipt.requested_run())
     out = await _follow(call, run, after=receipt.version - len(receipt.events))
     return Answer(run_text(out), out)
 
@@ -220,13 +219,3 @@ def _title(message: str) -> str:
     """A new session's title: the message's start, on one line."""
     words = " ".join(message.split())
     return (words[:57] + "...") if len(words) > 60 else words or "New session"
-
-
-def _run_of(receipt: Receipt) -> UUID:
-    for e in receipt.events:
-        match e:
-            case S.RunRequested(run_id=run_id):
-                return run_id
-            case _:
-                continue
-    raise AssertionError(f"no run requested in {receipt}")

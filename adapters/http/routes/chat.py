@@ -17,7 +17,6 @@ from adapters.http.streams.approval_wait import across_approval, run_waiting
 from adapters.http.streams.stream_guard import permit, while_allowed
 from adapters.http.streams.streaming import run_messages, sse_response
 from application.attachments import attach
-from application.receipt import Receipt
 from application.runs import Answer
 from application.sessions import SessionService
 from application.tools.registry import ToolRegistry
@@ -72,7 +71,7 @@ class ChatController(Controller):
                 files=attached, requested_by=request.user.user_id,
                 api_key_id=request.user.api_key_id,
             )  # fmt: skip
-            first = receipt.version - len(receipt.events), _run_of(receipt)
+            first = receipt.version - len(receipt.events), receipt.requested_run()
             written = receipt.events
         after, run_id = first
         wait = api.approval_wait
@@ -154,17 +153,6 @@ def confirm_out(
         next_action=answer.next_action,
         tool_result=by_hand_out(answer.by_hand, tools),
     )
-
-
-def _run_of(receipt: Receipt) -> UUID:
-    """The run a send-message command requested."""
-    for e in receipt.events:
-        match e:
-            case S.RunRequested(run_id=run_id):
-                return run_id
-            case _:
-                continue
-    raise AssertionError(f"no run requested in {receipt}")
 
 
 def _first_use(sessions: SessionService, session_id: UUID, key: str) -> tuple[int, UUID] | None:
