@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> None:
         from adapters.http.contract.openapi_document import write_openapi
 
         sys.exit(write_openapi(check=args.check))
+    import psycopg
+
     from adapters.commands.cli_commands import run_command  # the servers and the wiring: seconds
     from adapters.processes.embedded_nats import EmbeddedServerError
 
@@ -35,6 +37,12 @@ def main(argv: list[str] | None = None) -> None:
         run_command(args)
     except EmbeddedServerError as e:  # what is missing and what to do, not a traceback
         sys.exit(f"tokendance: {e}")
+    except psycopg.OperationalError as e:  # a server of the operator's that does not answer
+        sys.exit(
+            f"tokendance: Postgres did not answer: {' '.join(str(e).split())}\n"
+            "Check TOKENDANCE_DATABASE_URL (unset, tokendance runs its own embedded Postgres "
+            "in the data directory)"
+        )
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -115,7 +115,9 @@ class Settings:
             db_pool_size=_int(get("TOKENDANCE_DB_POOL_SIZE"), "TOKENDANCE_DB_POOL_SIZE"),
             db_max_overflow=_int(get("TOKENDANCE_DB_MAX_OVERFLOW"), "TOKENDANCE_DB_MAX_OVERFLOW"),
             store_threads=_limit(get("TOKENDANCE_STORE_THREADS"), "TOKENDANCE_STORE_THREADS"),
-            log_level=get("TOKENDANCE_LOG_LEVEL").upper(),
+            log_level=_choice(
+                get("TOKENDANCE_LOG_LEVEL").upper(), "TOKENDANCE_LOG_LEVEL", LOG_LEVELS
+            ),
             log_format=_choice(get("TOKENDANCE_LOG_FORMAT"), "TOKENDANCE_LOG_FORMAT", LOG_FORMATS),
             llm=env.get("TOKENDANCE_LLM") or None,
             model=_model(get("TOKENDANCE_MODEL"), "TOKENDANCE_MODEL"),
@@ -233,6 +235,7 @@ class Settings:
 
 SANDBOXES = ("bubblewrap", "docker")
 LOG_FORMATS = ("text", "json")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 EMBEDDERS = ("wordllama", "hashing", "voyage")
 
 

@@ -148,3 +148,9 @@ def test_the_format_is_text_by_default_and_a_bad_one_stops_the_start() -> None:
     assert Settings.from_env({"TOKENDANCE_LOG_FORMAT": "json"}).log_format == "json"
     with pytest.raises(SystemExit, match="TOKENDANCE_LOG_FORMAT must be one of text, json"):
         Settings.from_env({"TOKENDANCE_LOG_FORMAT": "logfmt"})
+
+
+def test_a_log_level_python_does_not_know_stops_the_start_saying_which_it_knows() -> None:
+    assert Settings.from_env({"TOKENDANCE_LOG_LEVEL": "debug"}).log_level == "DEBUG"
+    with pytest.raises(SystemExit, match="TOKENDANCE_LOG_LEVEL must be one of DEBUG, INFO"):
+        Settings.from_env({"TOKENDANCE_LOG_LEVEL": "LOUD"})  # was a traceback at start
