@@ -42,6 +42,9 @@ def open_chat(
     )  # fmt: skip
 
 
+KINDS = ("confirm_required", "tool_result")
+
+
 def test_the_chat_stream_goes_on_after_a_hitl_confirm_from_another_client(
     start_server: StartServer,
 ) -> None:
@@ -67,14 +70,14 @@ def test_the_chat_stream_goes_on_after_a_hitl_confirm_from_another_client(
     assert read.ids == list(range(read.ids[0], read.ids[0] + len(read.ids)))  # no gap, no repeat
     assert read.of("tool_result")[0].data["status"] == "success"
     assert read.events[-1].data["status"] == "completed"
-    # The approved call is seen running (live: no id, never stored) before its result.
+    # The approved call is seen running (live: no id, never stored) before its result,
+    # and after the question. Not necessarily after `confirmed`: the worker's live delta
+    # goes straight to NATS while the stored `confirmed` comes through the relay, which
+    # may be a moment behind on a loaded machine (seen with two test processes).
     kinds = [(e.event, e.data.get("status"), e.id is None) for e in read.events]
     running = kinds.index(("tool_call", "running", True))
-    assert (
-        kinds.index(("confirmed", None, False))
-        < running
-        < kinds.index(next(k for k in kinds if k[0] == "tool_result"))
-    )
+    first = {kind: next(i for i, k in enumerate(kinds) if k[0] == kind) for kind in KINDS}
+    assert first["confirm_required"] < running < first["tool_result"]
 
 
 def test_after_the_approval_wait_the_chat_ends_waiting_and_the_run_stays_resumable(

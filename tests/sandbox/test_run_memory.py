@@ -51,7 +51,8 @@ print("ended", [os.waitpid(kid, 0)[1] for kid in kids])
 """
 
 
-def _descendants() -> set[int]:
+def _tree() -> dict[int, list[int]]:
+    """Each process's children, as /proc says now."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -61,14 +62,30 @@ def _descendants() -> set[int]:
                 children.setdefault(ppid, []).append(int(entry))
             except (OSError, IndexError, ValueError):
                 continue
+    return children
+
+
+def _below(children: dict[int, list[int]], root: int) -> set[int]:
     found: set[int] = set()
-    todo = [os.getpid()]
+    todo = [root]
     while todo:
         for pid in children.get(todo.pop(), ()):
             if pid not in found:
                 found.add(pid)
                 todo.append(pid)
     return found
+
+
+def _descendants() -> set[int]:
+    return _below(_tree(), os.getpid())
+
+
+def _command(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
 
 
 def _memory_of(pid: int) -> int:
@@ -83,6 +100,9 @@ def _memory_of(pid: int) -> int:
     return 0
 
 
+RUNS = {"sh", "bwrap"}  # a run's process: sandbox/memory.py's wrapper, then bwrap
+
+
 class PeakSampler:
     """The most memory the processes started under this test held together, polled (not
     those already there: a session's Postgres and NATS are this process's children too)."""
@@ -95,7 +115,15 @@ class PeakSampler:
 
     def _sample(self) -> None:
         while not self._stop.is_set():
-            total = sum(_memory_of(pid) for pid in _descendants() - self._before)
+            tree = _tree()
+            # Only the runs' trees (`sh -c '... exec bwrap ...'`): not whatever else this
+            # process started meanwhile (a browser's renderer, a database backend).
+            runs = [
+                pid
+                for pid in tree.get(os.getpid(), ())
+                if pid not in self._before and _command(pid) in RUNS
+            ]
+            total = sum(_memory_of(p) for run in runs for p in {run, *_below(tree, run)})
             self.peak = max(self.peak, total)
             self._stop.wait(0.01)
 
