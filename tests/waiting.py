@@ -52,7 +52,7 @@ async def eventually_async(
     deadline = time.monotonic() + timeout
     while True:
         found = check()
-        value: T = await found if inspect.isawaitable(found) else found  # type: ignore[assignment]
+        value: T = await found if inspect.isawaitable(found) else found
         if value:
             return value
         left = deadline - time.monotonic()

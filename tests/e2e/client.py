@@ -8,7 +8,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.fork_server import Process, spawn
 from tests.waiting import eventually
 
 E2E_JWT_SECRET = "e2e-secret-" + "x" * 32  # every e2e server signs with it
@@ -30,7 +30,8 @@ class SseEvent:
 
 def parse_sse(lines: Iterator[str]) -> Iterator[SseEvent]:
     """Server-Sent Events from a line iterator (comments and retry lines skipped)."""
-    event, data, event_id = "message", [], None
+    event, event_id = "message", None
+    data: list[str] = []
     for line in lines:
         if line == "":
             if data:
@@ -62,7 +63,7 @@ class Server:
     data_dir: Path
     script: Path | None = None
     port: int = field(default_factory=free_port)
-    process: subprocess.Popen[bytes] | None = None
+    process: Process | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
     stderr: Path | None = None  # where the server's stderr goes (default: the test's)
     role: str = "serve"  # or api, worker, relay, projections
@@ -90,9 +91,7 @@ class Server:
             err = files.enter_context(self.stderr.open("ab")) if self.stderr else None
             http = self.role in ("serve", "api")
             args = [self.role, "--port", str(self.port)] if http else [self.role]
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "adapters.cli", *args], env=env, stderr=err
-            )
+            self.process = spawn(args, env, stderr=err)
         if not http:
             return self  # no HTTP to ask: what it is for waits in NATS until it takes it
         process = self.process

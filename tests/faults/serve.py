@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import httpx
 import psutil
 
 from tests.e2e.client import free_port, wait_until
+from tests.fork_server import Process, spawn
 
 READY_TIMEOUT = 90.0  # seconds; generous: CI runs on two cores
 
@@ -30,7 +30,7 @@ class Serve:
 
     data_dir: Path
     port: int = field(default_factory=free_port)
-    process: subprocess.Popen[bytes] | None = None
+    process: Process | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -44,10 +44,9 @@ class Serve:
     def start(self) -> Serve:
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as err:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "adapters.cli", "--data-dir", str(self.data_dir),
-                 "serve", "--port", str(self.port)],
-                env={**serve_env(), **self.extra_env}, stdout=subprocess.DEVNULL, stderr=err,
+            self.process = spawn(
+                ["--data-dir", str(self.data_dir), "serve", "--port", str(self.port)],
+                {**serve_env(), **self.extra_env}, stdout=subprocess.DEVNULL, stderr=err,
             )  # fmt: skip
         return self
 
