@@ -8,7 +8,10 @@
 
 VENV := .venv
 BIN := $(VENV)/bin
-PYTEST := $(BIN)/python -m pytest
+# Two test processes by default (2 cores measured; WORKERS=1 runs one, WORKERS=auto one a
+# core): each has its own Postgres, NATS and fork server, every test its own database.
+WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist worksteal
 # The web app's Vite needs Node.js 20.19+ or 22.12+; with an older one it is not checked.
 NODE_OK := node -e 'const [a,b]=process.versions.node.split(".").map(Number);process.exit(a===20&&b>=19||a===22&&b>=12||a>22?0:1)'
 UV_VERSION := 0.13.9

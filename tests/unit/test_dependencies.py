@@ -50,6 +50,7 @@ USED_WITHOUT_IMPORT = {
     # Test tools: pytest plugins, CLIs and type stubs.
     "pytest-asyncio": "pytest plugin (asyncio_mode = auto)",
     "pytest-timeout": "pytest plugin (timeout = 300)",
+    "pytest-xdist": "pytest plugin (make test runs -n 2)",
     "mypy": "the type check CLI (make typecheck)",
     "ruff": "the lint and format CLI (make lint)",
     "types-pyyaml": "stubs for mypy",
