@@ -1,270 +1,202 @@
 """Snapshots of what a run folds from a session's log: its `Ledger` and its context.
 
 A run starts from the newest snapshot and the events after it, so its cost stays flat
-as the session grows. A snapshot is a pure function of the events up to its version:
-events in it are encoded as the store encodes them (the session's mapper, upcasts
-included), the rest with msgspec. One that cannot be read (another format, a renamed
-class) is ignored, and the run folds the whole log.
+as the session grows. A snapshot is a pure function of the events up to its version,
+and is kept in two parts, so that keeping one costs what it adds, not the session:
+
+- segments: what the events added to the conversation (`FoldedContext.added`) and the
+  token counts of the turns that can no longer change, each segment only what came
+  after the previous one; written once, never rewritten, like the log. A compaction
+  starts a new epoch (the version of its `ContextCompacted`): its first segment holds
+  what the compaction kept, and the older epochs' segments are dropped.
+- the head: the ledger, the plan, the sources read, the skill, the newest compaction's
+  summary, and which segments of the epoch make the conversation. Small, and replaced.
+
+The merged turns are not kept (they are the added turns, merged: `ContextBuilder.turns_of`).
+Events in a snapshot are encoded as the store encodes them (the session's mapper,
+upcasts included), the rest with msgspec (`application/snapshot_wire.py`). One that
+cannot be read (another format, a renamed class, a segment missing or not matching)
+is ignored with a warning, and the run folds the whole log.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import assert_never
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from uuid import UUID
 
 import msgspec
-from eventsourcing.persistence import Mapper, StoredEvent
+from eventsourcing.persistence import Mapper
 
-from domain.context import Added, FoldedContext, Turn
-from domain.conversation import (
-    ContentBlock,
-    ModelCitation,
-    RedactedThinkingBlock,
-    Role,
-    SearchResultBlock,
-    TextBlock,
-    ThinkingBlock,
-    ToolResultBlock,
-    ToolUseBlock,
+from application.ports import KeptSnapshot, SnapshotSegment, SnapshotWrite
+from application.snapshot_wire import (
+    Block,
+    EventState,
+    LedgerState,
+    decode_block,
+    decode_event,
+    decode_ledger,
+    encode_block,
+    encode_event,
+    encode_ledger,
+    ledger_sources,
+    role,
 )
-from domain.events import SessionEvent, as_session_event
+from domain.context import Added, ContextBuilder, FoldedContext
 from domain.ledger import Ledger
 from domain.session import AgentSession as S
-from domain.sources import NumberedSource
 from domain.values import PlanItem
 
-FORMAT = 3  # change it with the shape below: older snapshots are then ignored
+FORMAT = 4  # change it with the shapes below: older snapshots are then ignored
 
-_Triple = tuple[str, str, str]
-
-
-class _Text(msgspec.Struct, tag="text", array_like=True):
-    text: str
-    citations: list[_Triple]
+log = logging.getLogger(__name__)
 
 
-class _Thinking(msgspec.Struct, tag="thinking", array_like=True):
-    thinking: str
-    signature: str
+class _Segment(msgspec.Struct, array_like=True):
+    format: int
+    added: list[tuple[int, str, list[Block]]]
+    tokens: list[int]  # of the turns after the previous segment's, that can no longer change
 
 
-class _Redacted(msgspec.Struct, tag="redacted_thinking", array_like=True):
-    data: str
-
-
-class _ToolUse(msgspec.Struct, tag="tool_use", array_like=True):
-    id: str
-    name: str
-    input: dict[str, object]
-
-
-class _ToolResult(msgspec.Struct, tag="tool_result", array_like=True):
-    tool_use_id: str
-    content: str
-    is_error: bool
-    results: list[_Triple]
-
-
-_Block = _Text | _Thinking | _Redacted | _ToolUse | _ToolResult
-
-
-class _Event(msgspec.Struct, array_like=True):
-    originator_id: UUID
-    version: int
-    topic: str
-    state: bytes
-
-
-class _Context(msgspec.Struct, array_like=True):
-    added: list[tuple[int, str, list[_Block]]]
-    turns: list[tuple[str, list[_Block]]]
-    tokens: list[int]
-    plan: list[tuple[str, str]]
-    reads: list[tuple[int, str]]
-    skill: _Event | None
-
-
-class _Ledger(msgspec.Struct, array_like=True):
-    events: list[_Event]  # the start, the live calls, the last turns, the active skill
-    started_runs: list[UUID]
-    turns_by_run: list[tuple[UUID, int]]
-    last_turn_version: int
-    tokens_used: int
-    stalled_turns: int
-    failures: list[tuple[str, str, int]]
-    sources: list[tuple[int, str, str, str, str | None]]
-    done: list[str]
-    active_run: UUID | None
-    fallback_models: list[tuple[UUID, str]]
-
-
-class _Snapshot(msgspec.Struct, array_like=True):
+class _Head(msgspec.Struct, array_like=True):
     format: int
     version: int
-    ledger: _Ledger
-    context: _Context
+    epoch: int
+    segments: list[tuple[int, int, int]]  # (through, added so far, tokens so far)
+    ledger: LedgerState
+    plan: list[tuple[str, str]]
+    reads: list[tuple[int, str]]
+    skill: EventState | None
+    compaction: tuple[str, int] | None
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What the stored snapshots of a session's epoch hold: a run writes only what comes
+    after it. `segments` are (through, added so far, tokens so far)."""
+
+    epoch: int = 0
+    segments: tuple[tuple[int, int, int], ...] = ()
+
+    @property
+    def added(self) -> int:
+        return self.segments[-1][1] if self.segments else 0
+
+    @property
+    def tokens(self) -> int:
+        return self.segments[-1][2] if self.segments else 0
 
 
 @dataclass(frozen=True)
 class Folded:
-    """A session folded up to `version`."""
+    """A session folded up to `version`, and what its stored snapshot holds."""
 
     version: int
     ledger: Ledger
     context: FoldedContext
+    stored: Stored = field(default_factory=Stored)
 
 
-_decoder = msgspec.json.Decoder(_Snapshot)
+_head_decoder = msgspec.json.Decoder(_Head)
+_segment_decoder = msgspec.json.Decoder(_Segment)
 _encoder = msgspec.json.Encoder()
 
 
-def encode(version: int, ledger: Ledger, context: FoldedContext, mapper: Mapper[UUID]) -> bytes:
-    live = ledger.live()
-    events: list[SessionEvent] = [*live.requested.values(), *live.results.values()]
-    events += [*live.confirmations.values(), *live.answers.values()]
-    events += [*live.last_turn_by_run.values(), *([live.skill] if live.skill else [])]
-    events += [live.mcp_toolset] if live.mcp_toolset else []
-    events.sort(key=lambda e: e.originator_version)
-    state = _Ledger(
-        [_event(e, mapper) for e in events], sorted(live.started_runs, key=str),
-        list(live.turns_by_run.items()), live.last_turn_version, live.tokens_used,
-        live.stalled_turns, [(t, s, n) for (t, s), n in live.failures.items()],
-        [(s.number, s.url, s.title, s.snippet, s.blob_ref) for s in live.sources.values()],
-        sorted(live.done_steps), live.active_run, list(live.fallback_models.items()),
+def encode(
+    version: int,
+    ledger: Ledger,
+    context: FoldedContext,
+    mapper: Mapper[UUID],
+    stored: Stored = Stored(),  # noqa: B008 - frozen, shared on purpose
+) -> tuple[SnapshotWrite, Stored]:
+    """The snapshot at `version` that adds to `stored`, and what is stored once it is kept."""
+    epoch = context.compacted_at
+    if stored.epoch != epoch:
+        stored = Stored(epoch)  # a compaction since: its first segment holds what it kept
+    # A turn that is not the last can no longer change (until a compaction): its count
+    # is final. Those of the earlier segments are, so this only grows.
+    final = max(stored.tokens, min(len(context.tokens), len(context.turns) - 1))
+    added, tokens = context.added[stored.added :], context.tokens[stored.tokens : final]
+    segment = None
+    if added or tokens:
+        body = _Segment(
+            FORMAT, [(v, r, [encode_block(b) for b in bs]) for v, r, bs in added], tokens
+        )
+        segment = SnapshotSegment(version, _encoder.encode(body))
+        stored = Stored(epoch, (*stored.segments, (version, len(context.added), final)))
+    head = _Head(
+        FORMAT, version, epoch, list(stored.segments), encode_ledger(ledger, mapper),
+        [(i.title, i.status) for i in context.plan], list(context.reads.items()),
+        encode_event(context.skill, mapper) if context.skill else None, context.compaction,
     )  # fmt: skip
-    if ledger.started is not None:
-        state.events.insert(0, _event(ledger.started, mapper))
-    c = context
-    folded = _Context(
-        [(v, role, [_block(b) for b in blocks]) for v, role, blocks in c.added],
-        [(role, [_block(b) for b in blocks]) for role, blocks in c.turns],
-        list(c.tokens), [(i.title, i.status) for i in c.plan], list(c.reads.items()),
-        _event(c.skill, mapper) if c.skill else None,
-    )  # fmt: skip
-    return _encoder.encode(_Snapshot(FORMAT, version, state, folded))
+    return SnapshotWrite(version, epoch, _encoder.encode(head), segment), stored
 
 
-def decode(data: bytes, mapper: Mapper[UUID]) -> Folded | None:
-    """The snapshot in `data`, or None if it cannot be read as this format."""
+def decode(kept: KeptSnapshot, mapper: Mapper[UUID]) -> Folded | None:
+    """The snapshot `kept` holds, or None (with a warning) if it cannot be read as this
+    format: the run folds the whole log instead."""
     try:
-        raw = _decoder.decode(data)
-        if raw.format != FORMAT:
-            return None
-        return Folded(raw.version, _ledger(raw.ledger, mapper), _context(raw, mapper))
-    except (msgspec.DecodeError, ValueError, TypeError, KeyError, AttributeError):
-        return None  # not ours to read: the run folds the whole log instead
+        return _decode(kept, mapper)
+    except (msgspec.DecodeError, ValueError, TypeError, KeyError, AttributeError) as e:
+        log.warning("a context snapshot at version %d is ignored: %s", kept.version, e)
+        return None
 
 
-def _ledger(raw: _Ledger, mapper: Mapper[UUID]) -> Ledger:
-    ledger = Ledger()
-    for stored in raw.events:
-        e = _domain_event(stored, mapper)
-        match e:
-            case S.SessionStarted() | S.ConfirmationRequested() | S.ConfirmationGiven():
-                ledger.apply(e)
-            case S.ToolCallRequested(tool_use_id=use, tool=tool):
-                ledger.tools_by_use[use], ledger.requested[use] = tool, e
-            case S.ToolResultRecorded(tool_use_id=use):
-                ledger.results[use] = e
-            case S.AssistantTurnRecorded(run_id=run_id):
-                ledger.last_turn_by_run[run_id] = e
-            case S.SkillActivated():
-                ledger.skill = e
-            case S.McpToolsetChanged():
-                ledger.mcp_toolset = e
-            case _:
-                raise ValueError(f"not a snapshot's event: {type(e).__qualname__}")
-    ledger.started_runs = set(raw.started_runs)
-    ledger.turns_by_run = dict(raw.turns_by_run)
-    ledger.last_turn_version, ledger.tokens_used = raw.last_turn_version, raw.tokens_used
-    ledger.stalled_turns = raw.stalled_turns
-    ledger.failures = {(t, s): n for t, s, n in raw.failures}
-    ledger.sources = {n: NumberedSource(n, url, t, sn, ref) for n, url, t, sn, ref in raw.sources}
-    ledger.source_numbers = {s.url: n for n, s in sorted(ledger.sources.items())}
-    ledger.restore_done(frozenset(raw.done))
-    ledger.active_run = raw.active_run
-    ledger.fallback_models = dict(raw.fallback_models)
-    return ledger
-
-
-def _context(raw: _Snapshot, mapper: Mapper[UUID]) -> FoldedContext:
-    c = raw.context
-    skill = _domain_event(c.skill, mapper) if c.skill else None
+def _decode(kept: KeptSnapshot, mapper: Mapper[UUID]) -> Folded | None:
+    head = _head_decoder.decode(kept.head)
+    if head.format != FORMAT:
+        log.warning("a context snapshot of format %s is ignored (now %d)", head.format, FORMAT)
+        return None
+    added: list[Added] = []
+    tokens: list[int] = []
+    for through, added_so_far, tokens_so_far in head.segments:
+        segment = _segment_decoder.decode(kept.segments[through])  # KeyError: not there
+        if segment.format != FORMAT:
+            raise ValueError(f"the segment through {through} is of format {segment.format}")
+        added += [(v, role(r), [decode_block(b) for b in bs]) for v, r, bs in segment.added]
+        tokens += segment.tokens
+        if (len(added), len(tokens)) != (added_so_far, tokens_so_far):
+            raise ValueError(f"the segment through {through} does not follow the one before")
+    skill = decode_event(head.skill, mapper) if head.skill else None
     if skill is not None and not isinstance(skill, S.SkillActivated):
         raise ValueError("a snapshot's skill is not a skill")
-    added: list[Added] = [(v, _role(r), [_content(b) for b in bs]) for v, r, bs in c.added]
-    turns: list[Turn] = [(_role(r), [_content(b) for b in bs]) for r, bs in c.turns]
-    plan = [PlanItem.of({"title": t, "status": s}) for t, s in c.plan]
-    sources = dict(_ledger_sources(raw.ledger))
-    return FoldedContext(added, turns, list(c.tokens), plan, sources, dict(c.reads), skill)
-
-
-def _ledger_sources(raw: _Ledger) -> list[tuple[int, NumberedSource]]:
-    return [(n, NumberedSource(n, url, t, sn, ref)) for n, url, t, sn, ref in raw.sources]
-
-
-def _role(raw: str) -> Role:
-    if raw not in ("user", "assistant"):
-        raise ValueError(f"not a role: {raw}")
-    return "user" if raw == "user" else "assistant"
-
-
-def _event(e: SessionEvent, mapper: Mapper[UUID]) -> _Event:
-    stored = mapper.to_stored_event(e)
-    return _Event(e.originator_id, stored.originator_version, stored.topic, stored.state)
-
-
-def _domain_event(raw: _Event, mapper: Mapper[UUID]) -> SessionEvent:
-    stored = StoredEvent(raw.originator_id, raw.version, raw.topic, raw.state)
-    return as_session_event(mapper.to_domain_event(stored))
-
-
-def _block(b: ContentBlock) -> _Block:
-    match b:
-        case TextBlock(text=text, citations=citations):
-            return _Text(text, [(c.source, c.title, c.cited_text) for c in citations])
-        case ThinkingBlock(thinking=thinking, signature=signature):
-            return _Thinking(thinking, signature)
-        case RedactedThinkingBlock(data=data):
-            return _Redacted(data)
-        case ToolUseBlock(id=id_, name=name, input=input_):
-            return _ToolUse(id_, name, input_)
-        case ToolResultBlock(tool_use_id=use, content=content, is_error=err, results=results):
-            return _ToolResult(use, content, err, [(r.source, r.title, r.text) for r in results])
-        case SearchResultBlock():
-            raise ValueError("a search result stands in a tool result, not in a turn")
-        case _:
-            assert_never(b)
-
-
-def _content(raw: _Block) -> ContentBlock:
-    match raw:
-        case _Text(text=text, citations=citations):
-            return TextBlock(text, tuple(ModelCitation(*c) for c in citations))
-        case _Thinking(thinking=thinking, signature=signature):
-            return ThinkingBlock(thinking, signature)
-        case _Redacted(data=data):
-            return RedactedThinkingBlock(data)
-        case _ToolUse(id=id_, name=name, input=input_):
-            return ToolUseBlock(id_, name, input_)
-        case _ToolResult(tool_use_id=use, content=content, is_error=err, results=results):
-            shown = tuple(SearchResultBlock(*r) for r in results)
-            return ToolResultBlock(use, content, err, shown)
-        case _:
-            assert_never(raw)
+    turns = ContextBuilder.turns_of(added, head.compaction, skill)
+    if len(tokens) > len(turns):
+        raise ValueError("more token counts than turns")
+    context = FoldedContext(
+        added, turns, tokens, [PlanItem.of({"title": t, "status": s}) for t, s in head.plan],
+        dict(ledger_sources(head.ledger)), dict(head.reads), skill, head.compaction, head.epoch,
+    )  # fmt: skip
+    stored = Stored(head.epoch, tuple((t, a, n) for t, a, n in head.segments))
+    return Folded(head.version, decode_ledger(head.ledger, mapper), context, stored)
 
 
 class InMemoryContextSnapshots:
-    """`ContextSnapshots` in a dict: the newest snapshot of each session."""
+    """`ContextSnapshots` in dicts: the newest head of each session, and its segments."""
 
     def __init__(self) -> None:
-        self._kept: dict[UUID, tuple[int, bytes]] = {}
+        self._heads: dict[UUID, SnapshotWrite] = {}
+        self._segments: dict[UUID, dict[tuple[int, int], bytes]] = {}
 
-    def latest(self, session_id: UUID) -> tuple[int, bytes] | None:
-        return self._kept.get(session_id)
+    def latest(self, session_id: UUID) -> KeptSnapshot | None:
+        head = self._heads.get(session_id)
+        if head is None:
+            return None
+        kept = self._segments.get(session_id, {})
+        segments = {through: data for (epoch, through), data in kept.items() if epoch == head.epoch}
+        return KeptSnapshot(head.version, head.head, segments)
 
-    def keep(self, session_id: UUID, version: int, data: bytes) -> None:
-        kept = self._kept.get(session_id)
-        if kept is None or kept[0] < version:
-            self._kept[session_id] = (version, data)
+    def keep(self, session_id: UUID, snapshot: SnapshotWrite) -> None:
+        segments = self._segments.setdefault(session_id, {})
+        if snapshot.segment is not None:
+            segments.setdefault((snapshot.epoch, snapshot.segment.through), snapshot.segment.data)
+        head = self._heads.get(session_id)
+        if head is None or head.version < snapshot.version:
+            self._heads[session_id] = snapshot
+        for key in [key for key in segments if key[0] < snapshot.epoch]:
+            del segments[key]
+
+    def segment_bytes(self, session_id: UUID) -> Mapping[tuple[int, int], int]:
+        """The size of each kept segment, by (epoch, through)."""
+        return {key: len(data) for key, data in self._segments.get(session_id, {}).items()}

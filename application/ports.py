@@ -198,16 +198,47 @@ class RunTracing(Protocol):
     def invoke(self, session_id: UUID, run_id: UUID) -> AbstractContextManager[object]: ...
 
 
+@dataclass(frozen=True)
+class SnapshotSegment:
+    """Part of a session's folded conversation, written once and never rewritten: what
+    its events added after the previous segment of its epoch, through `through`."""
+
+    through: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class SnapshotWrite:
+    """A snapshot to keep: a small head (the ledger, the plan, which segments make the
+    conversation) and the segment it adds, if any. `epoch` is the version of the
+    newest compaction (0: none): segments of older epochs are no longer read."""
+
+    version: int
+    epoch: int
+    head: bytes
+    segment: SnapshotSegment | None
+
+
+@dataclass(frozen=True)
+class KeptSnapshot:
+    """The newest head of a session, and the segments of its epoch by `through`."""
+
+    version: int
+    head: bytes
+    segments: Mapping[int, bytes]
+
+
 class ContextSnapshots(Protocol):
     """Where a session's folded context is kept now and then, so a run starts from the
     newest snapshot and the events after it (`application/context_snapshots.py`)."""
 
-    def latest(self, session_id: UUID) -> tuple[int, bytes] | None:
-        """The newest snapshot of the session: its version and its bytes."""
+    def latest(self, session_id: UUID) -> KeptSnapshot | None:
+        """The newest snapshot of the session."""
         ...
 
-    def keep(self, session_id: UUID, version: int, data: bytes) -> None:
-        """Keep a snapshot of the session at `version` (older ones may go)."""
+    def keep(self, session_id: UUID, snapshot: SnapshotWrite) -> None:
+        """Keep the segment, then the head if it is newer than the kept one; drop the
+        segments of epochs before its own."""
         ...
 
 

@@ -19,6 +19,7 @@ from uuid import UUID
 
 from application import context_snapshots
 from application.bridge import SyncBridge
+from application.context_snapshots import Stored
 from application.ports import ContextSnapshots
 from application.receipt import Receipt
 from application.sessions import SessionService
@@ -57,6 +58,7 @@ class RunState:
     _folded: FoldedContext | None = None  # the snapshot's context, until `follow`
     _log_from: int = 0  # `log` holds the events after this version
     _snapshot_at: int = 0
+    _stored: Stored = field(default_factory=Stored)  # what the stored snapshots hold
     # No one else wrote between our commands. Else their events are read and folded in
     # order all the same, but the run keeps no snapshot and hands over no fold (rare).
     _in_step: bool = True
@@ -68,6 +70,7 @@ class RunState:
             if not tail:
                 tail = await self.bridge(_tail, self.sessions, self.session_id, warm.version)
             self._start(tail, warm.ledger, warm.context, warm.version, warm.snapshot_at)
+            self._stored = warm.stored
             if warm.session is not None:
                 self._lend(warm.session, tail)
             return
@@ -77,6 +80,7 @@ class RunState:
         else:
             f = loaded.folded
             self._start(loaded.tail, f.ledger, f.context, f.version, f.version)
+            self._stored = f.stored
 
     def _start(
         self,
@@ -145,7 +149,9 @@ class RunState:
         if session is not None and session.version != self.version:
             session = None
         folded = self.context.folded()
-        warm = Warm(self.version, self._snapshot_at, self.ledger, folded, session)
+        warm = Warm(
+            self.version, self._snapshot_at, self.ledger, folded, session, stored=self._stored
+        )
         self.warm.keep(self.session_id, warm)
         self.context = None
 
@@ -182,9 +188,12 @@ class RunState:
     async def _keep_snapshot(self) -> None:
         assert self.snapshots is not None and self.context is not None
         mapper = self.sessions.mapper
-        data = context_snapshots.encode(self.version, self.ledger, self.context.folded(), mapper)
-        await self.bridge(self.snapshots.keep, self.session_id, self.version, data)
-        self._snapshot_at = self.version
+        folded = self.context.folded()
+        write, stored = context_snapshots.encode(
+            self.version, self.ledger, folded, mapper, self._stored
+        )
+        await self.bridge(self.snapshots.keep, self.session_id, write)
+        self._snapshot_at, self._stored = self.version, stored
 
     @property
     def billing_scope(self) -> BillingScope:
@@ -217,7 +226,7 @@ def _load(
     sessions: SessionService, session_id: UUID, snapshots: ContextSnapshots | None
 ) -> _Loaded:
     kept = snapshots.latest(session_id) if snapshots is not None else None
-    folded = context_snapshots.decode(kept[1], sessions.mapper) if kept is not None else None
+    folded = context_snapshots.decode(kept, sessions.mapper) if kept is not None else None
     after = folded.version if folded is not None else 0
     tail = _tail(sessions, session_id, after)
     if folded is None and not tail:

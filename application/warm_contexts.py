@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from uuid import UUID
 
+from application.context_snapshots import Stored
 from domain.context import FoldedContext
 from domain.events import SessionEvent
 from domain.ledger import Ledger
@@ -36,6 +37,7 @@ class Warm:
     session: AgentSession | None = None  # the aggregate at `version`, for the next writes
     # Events this process wrote right after `version` (`WarmContexts.written`), in order.
     after: tuple[SessionEvent, ...] = ()
+    stored: Stored = field(default_factory=Stored)  # what the stored snapshots hold
 
     @property
     def tokens(self) -> int:

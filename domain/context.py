@@ -64,6 +64,8 @@ class FoldedContext:
     sources: dict[int, NumberedSource] = field(default_factory=dict)
     reads: dict[int, str] = field(default_factory=dict)
     skill: S.SkillActivated | None = None
+    compaction: Compaction | None = None  # the newest, which `added` and `turns` follow
+    compacted_at: int = 0  # the version of its `ContextCompacted` (0: none)
 
 
 def build_request(
@@ -116,6 +118,24 @@ class ContextBuilder:
         self._sources: dict[int, NumberedSource] = {}  # as far as the log has come
         self._reads: dict[int, str] = {}  # source number -> the call that last read it
         self._frame_tokens = _frame_tokens(frame.system, _tools_json(frame.tools), count)
+        self._compaction: Compaction | None = None
+        self._compacted_at = 0
+
+    @classmethod
+    def turns_of(
+        cls, added: list[Added], compaction: Compaction | None, skill: S.SkillActivated | None
+    ) -> list[Turn]:
+        """The merged turns of a folded context, from what its events added since its
+        newest compaction (a snapshot keeps those, not the turns: `FoldedContext`)."""
+        builder = cls(ContextFrame("", ()))
+        builder._skill = skill
+        if compaction is None:
+            for _, role, blocks in added:
+                builder._add((role, blocks))
+        else:
+            builder._added = list(added)  # all after the compaction's version
+            builder.compact(*compaction)
+        return builder._turns
 
     def apply(self, e: SessionEvent) -> None:
         match e:
@@ -123,6 +143,7 @@ class ContextBuilder:
                 self._plan = list(items)
             case S.ContextCompacted(summary=summary, through_version=through):
                 self.compact(summary, through)
+                self._compacted_at = e.originator_version
             case S.SourceRecorded(number=number, via=via, tool_use_id=tool_use_id):
                 add_source(self._sources, e)
                 if via == "read":
@@ -141,6 +162,7 @@ class ContextBuilder:
     def compact(self, summary: str, through_version: int) -> None:
         """Start again from the summary and what came after `through_version`."""
         self._turns, self._messages, self._tokens, self._dirty = [], [], [], 0
+        self._compaction = (summary, through_version)
         self._add(("user", [TextBlock(f"[Summary of the conversation so far]\n{summary}")]))
         skill = self._skill
         if skill is not None and skill.originator_version <= through_version:
@@ -154,14 +176,15 @@ class ContextBuilder:
         del self._messages[self._dirty :], self._tokens[self._dirty :]
         return FoldedContext(
             self._added, self._turns, self._tokens, self._plan, self._sources, self._reads,
-            self._skill,
+            self._skill, self._compaction, self._compacted_at,
         )  # fmt: skip
 
     def restore(self, folded: FoldedContext) -> None:
         """Continue from `folded` (from a builder with the same counter)."""
         self._added, self._turns, self._tokens = folded.added, folded.turns, folded.tokens
         self._plan, self._sources, self._reads = folded.plan, folded.sources, folded.reads
-        self._skill = folded.skill
+        self._skill, self._compaction = folded.skill, folded.compaction
+        self._compacted_at = folded.compacted_at
         self._messages = [
             _message(role, blocks) for role, blocks in self._turns[: len(self._tokens)]
         ]

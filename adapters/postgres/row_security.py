@@ -164,6 +164,7 @@ OWNER_TABLES: dict[str, str] = {
     "accounts_events": "the accounts' event store: the owner's store",
     "accounts_snapshots": "the accounts' snapshots: the owner's store",
     "tokendance_context_snapshots": "the engine's prompt snapshots (workers only)",
+    "tokendance_context_segments": "the conversation parts of those snapshots (workers only)",
     "tokendance_user_keys": "the users' wrapped content keys (key management only)",
     "alert_outbox": "budget alerts waiting for the webhook (the delivering worker only)",
     "embedding_cache": "embeddings by text hash, shared by the projections' writers",

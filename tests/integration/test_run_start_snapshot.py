@@ -47,7 +47,7 @@ async def run_start_reads(
     await earlier.load()
     earlier.follow(ContextBuilder(FRAME))
     await run_steps(earlier, sessions, run_id, 1)  # a run's step keeps a snapshot when due
-    assert (kept := snapshots.latest(sid)) is None or kept[0] > 5000
+    assert (kept := snapshots.latest(sid)) is None or kept.version > 5000
     state = RunState(sid, run_id, sessions, bridge, snapshots, EVERY)
     counting = CountingReads(sessions)
     await state.load()

@@ -6,10 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from uuid import UUID, uuid4
 
+import pytest
+
 from adapters.bootstrap.in_memory import in_memory_sessions
 from application import context_snapshots
 from application.bridge import SyncBridge
-from application.context_snapshots import InMemoryContextSnapshots
+from application.context_snapshots import InMemoryContextSnapshots, Stored
+from application.ports import KeptSnapshot, SnapshotWrite
 from application.run_state import RunState
 from application.sessions import SessionService
 from application.steps import CallRequest, CallsStep, ResultStep, TurnStep
@@ -47,6 +50,7 @@ def test_request_from_snapshot_and_tail_equals_the_full_fold_at_every_point() ->
     sid = long_session(sessions, 60, compact_every=17)
     events = list(sessions.session_events(sid))
     run_id = next(iter(Ledger.of(events).started_runs))
+    store, stored = InMemoryContextSnapshots(), Stored()
     compared = 0
     for j in range(1, len(events), 5):
         builder, ledger = ContextBuilder(FRAME), Ledger()
@@ -54,12 +58,18 @@ def test_request_from_snapshot_and_tail_equals_the_full_fold_at_every_point() ->
             builder.apply(e)
             ledger.apply(e)
         builder.request()  # counted or not when kept: the same either way
-        data = context_snapshots.encode(j, ledger, builder.folded(), sessions.mapper)
+        # Kept as runs keep them, one after the other: each adds a segment to the last.
+        write, stored = context_snapshots.encode(
+            j, ledger, builder.folded(), sessions.mapper, stored
+        )
+        store.keep(sid, write)
         for k in sorted({j, j + 1, j + 4, j + 19, len(events)}):
             if k > len(events):
                 continue
-            folded = context_snapshots.decode(data, sessions.mapper)
-            assert folded is not None and folded.version == j
+            kept = store.latest(sid)
+            assert kept is not None
+            folded = context_snapshots.decode(kept, sessions.mapper)
+            assert folded is not None and folded.version == j and folded.stored == stored
             restored = ContextBuilder(FRAME)
             restored.restore(folded.context)
             for e in events[j:k]:
@@ -71,19 +81,42 @@ def test_request_from_snapshot_and_tail_equals_the_full_fold_at_every_point() ->
     assert compared > 50
     kinds = {type(e).__name__ for e in events}
     assert {"ContextCompacted", "SourceRecorded", "PlanUpdated", "SkillActivated"} <= kinds
+    # Only the newest epoch's segments are left: the compactions dropped the others.
+    epochs = {epoch for epoch, _ in store.segment_bytes(sid)}
+    assert epochs == {stored.epoch} and stored.epoch > 0
 
 
-def test_a_snapshot_that_cannot_be_read_is_ignored() -> None:
+def folded_snapshot(steps: int) -> tuple[SessionService, SnapshotWrite]:
     sessions = in_memory_sessions()
-    assert context_snapshots.decode(b"not a snapshot", sessions.mapper) is None
-    sid = long_session(sessions, 5)
+    sid = long_session(sessions, steps)
     events = list(sessions.session_events(sid))
     builder, ledger = ContextBuilder(FRAME), Ledger.of(events)
     for e in events:
         builder.apply(e)
-    data = context_snapshots.encode(len(events), ledger, builder.folded(), sessions.mapper)
-    other = data.replace(b"[%d," % context_snapshots.FORMAT, b"[999,", 1)
-    assert other != data and context_snapshots.decode(other, sessions.mapper) is None
+    builder.request()
+    write, _ = context_snapshots.encode(len(events), ledger, builder.folded(), sessions.mapper)
+    return sessions, write
+
+
+def test_a_snapshot_that_cannot_be_read_is_ignored_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sessions, write = folded_snapshot(5)
+    assert write.segment is not None
+    segments = {write.segment.through: write.segment.data}
+    assert context_snapshots.decode(KeptSnapshot(9, write.head, segments), sessions.mapper)
+    other_format = write.head.replace(b"[%d," % context_snapshots.FORMAT, b"[999,", 1)
+    unreadable = [
+        KeptSnapshot(9, b"not a snapshot", segments),
+        KeptSnapshot(9, other_format, segments),
+        KeptSnapshot(9, write.head, {}),  # its segment is missing
+        KeptSnapshot(9, write.head, {write.segment.through: b"[4, [], [1, 2, 3]]"}),  # not its own
+        KeptSnapshot(9, write.head, {write.segment.through: b"{]"}),
+    ]
+    for kept in unreadable:
+        caplog.clear()
+        assert context_snapshots.decode(kept, sessions.mapper) is None, kept
+        assert "ignored" in caplog.text
 
 
 def turn_and_result(i: int, run_id: UUID) -> tuple[TurnStep, ResultStep]:
@@ -113,7 +146,7 @@ async def test_a_run_starts_from_the_snapshot_a_run_kept() -> None:
         first.follow(ContextBuilder(FRAME))
         await run_steps(first, sessions, run_id, 40)  # 3 events a step
         kept = snapshots.latest(sid)
-        assert kept is not None and kept[0] > 100
+        assert kept is not None and kept.version > 100
 
         again = RunState(sid, run_id, sessions, bridge, snapshots, snapshot_every=10)
         await again.load()
@@ -132,7 +165,7 @@ async def test_a_run_with_an_unreadable_snapshot_folds_the_whole_log() -> None:
     sessions, bridge, snapshots = in_memory_sessions(), SyncBridge(2), InMemoryContextSnapshots()
     try:
         sid, run_id = start(sessions)
-        snapshots.keep(sid, 3, b'{"format": 0}')
+        snapshots.keep(sid, SnapshotWrite(3, 0, b'{"format": 0}', None))
         state = RunState(sid, run_id, sessions, bridge, snapshots)
         await state.load()
         state.follow(ContextBuilder(FRAME))
