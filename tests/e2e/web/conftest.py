@@ -17,10 +17,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from tests.e2e.client import Server
 from tests.e2e.conftest import StartServer
+
+# What a page shows after a run (an artifact, a status) waits on the worker and the
+# read models: with two test processes on two cores that was seen taking over the
+# assertions' default 5 s. The same 20 s as the pages' own actions.
+WAIT_MS = 20_000
+expect.set_options(timeout=WAIT_MS)
 
 ROOT = Path(__file__).parents[3]
 DIST = Path(os.environ.get("WEB_DIST") or ROOT / "web" / "dist")
@@ -80,7 +86,7 @@ def visit(browser: Browser) -> Iterator[object]:
     def open_page(base: str) -> Visit:
         context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US")
         page = context.new_page()
-        page.set_default_timeout(20_000)
+        page.set_default_timeout(WAIT_MS)
         seen = Visit(page, base)
         page.on("request", lambda r: seen.urls.append(r.url))
         page.on("websocket", lambda ws: seen.urls.append(ws.url))
