@@ -22,14 +22,16 @@ is ignored with a warning, and the run folds the whole log.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import threading
+from collections import OrderedDict
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from uuid import UUID
 
 import msgspec
 from eventsourcing.persistence import Mapper
 
-from application.ports import KeptSnapshot, SnapshotSegment, SnapshotWrite
+from application.ports import ContextSnapshots, KeptSnapshot, SnapshotSegment, SnapshotWrite
 from application.snapshot_wire import (
     Block,
     EventState,
@@ -96,6 +98,7 @@ class Folded:
     ledger: Ledger
     context: FoldedContext
     stored: Stored = field(default_factory=Stored)
+    read: Mapping[int, Segment] = field(default_factory=dict)  # the segments read from the store
 
 
 _head_decoder = msgspec.json.Decoder(_Head)
@@ -133,28 +136,49 @@ def encode(
     return SnapshotWrite(version, epoch, _encoder.encode(head), segment), stored
 
 
-def decode(kept: KeptSnapshot, mapper: Mapper[UUID]) -> Folded | None:
-    """The snapshot `kept` holds, or None (with a warning) if it cannot be read as this
-    format: the run folds the whole log instead."""
+def read(
+    snapshots: ContextSnapshots, session_id: UUID, mapper: Mapper[UUID], cache: SegmentCache
+) -> Folded | None:
+    """The newest snapshot of the session, reading only the segments `cache` lacks (and
+    keeping those in it), or None: none kept, or one that cannot be read."""
+    held = cache.held(session_id)
+    kept = snapshots.latest(session_id, have=tuple(held))
+    if kept is None:
+        return None
+    folded = decode(kept, mapper, held)
+    if folded is not None:
+        for through, segment in folded.read.items():
+            cache.put(session_id, through, segment)
+    return folded
+
+
+def decode(
+    kept: KeptSnapshot, mapper: Mapper[UUID], held: Mapping[int, Segment] | None = None
+) -> Folded | None:
+    """The snapshot `kept` holds (with the segments `held` already decoded), or None,
+    with a warning, if it cannot be read as this format: the run folds the whole log."""
     try:
-        return _decode(kept, mapper)
+        return _decode(kept, mapper, held or {})
     except (msgspec.DecodeError, ValueError, TypeError, KeyError, AttributeError) as e:
-        log.warning("a context snapshot at version %d is ignored: %s", kept.version, e)
+        log.warning("a context snapshot at version %d is ignored: %r", kept.version, e)
         return None
 
 
-def _decode(kept: KeptSnapshot, mapper: Mapper[UUID]) -> Folded | None:
+def _decode(kept: KeptSnapshot, mapper: Mapper[UUID], held: Mapping[int, Segment]) -> Folded | None:
     head = _head_decoder.decode(kept.head)
     if head.format != FORMAT:
         log.warning("a context snapshot of format %s is ignored (now %d)", head.format, FORMAT)
         return None
     added: list[Added] = []
     tokens: list[int] = []
+    read: dict[int, Segment] = {}
     for through, added_so_far, tokens_so_far in head.segments:
-        segment = _segment_decoder.decode(kept.segments[through])  # KeyError: not there
-        if segment.format != FORMAT:
-            raise ValueError(f"the segment through {through} is of format {segment.format}")
-        added += [(v, role(r), [decode_block(b) for b in bs]) for v, r, bs in segment.added]
+        segment = held.get(through)
+        if segment is None:
+            segment = read[through] = _segment(head.epoch, kept.segments[through])
+        if segment.epoch != head.epoch:
+            raise ValueError(f"the segment through {through} is of another epoch")
+        added += segment.added
         tokens += segment.tokens
         if (len(added), len(tokens)) != (added_so_far, tokens_so_far):
             raise ValueError(f"the segment through {through} does not follow the one before")
@@ -169,7 +193,55 @@ def _decode(kept: KeptSnapshot, mapper: Mapper[UUID]) -> Folded | None:
         dict(ledger_sources(head.ledger)), dict(head.reads), skill, head.compaction, head.epoch,
     )  # fmt: skip
     stored = Stored(head.epoch, tuple((t, a, n) for t, a, n in head.segments))
-    return Folded(head.version, decode_ledger(head.ledger, mapper), context, stored)
+    return Folded(head.version, decode_ledger(head.ledger, mapper), context, stored, read)
+
+
+def _segment(epoch: int, data: bytes) -> Segment:
+    raw = _segment_decoder.decode(data)
+    if raw.format != FORMAT:
+        raise ValueError(f"a segment is of format {raw.format}")
+    added = [(v, role(r), [decode_block(b) for b in bs]) for v, r, bs in raw.added]
+    return Segment(epoch, added, raw.tokens, len(data))
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A segment as read: what its events added, the token counts, its size stored."""
+
+    epoch: int
+    added: list[Added]  # read only: shared by every context folded from it
+    tokens: list[int]
+    size: int
+
+
+class SegmentCache:
+    """The segments this process has read, by session and `through`, the least recently
+    used dropped beyond `max_bytes` (of their stored size). A segment never changes, so
+    one held is always right: a run start reads only the head and the segments it lacks."""
+
+    def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
+        self.max_bytes = max_bytes
+        self._held: OrderedDict[tuple[UUID, int], Segment] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()  # run starts read snapshots on the store's threads
+
+    def held(self, session_id: UUID) -> dict[int, Segment]:
+        with self._lock:
+            found = {t: s for (sid, t), s in self._held.items() if sid == session_id}
+            for through in found:
+                self._held.move_to_end((session_id, through))
+            return found
+
+    def put(self, session_id: UUID, through: int, segment: Segment) -> None:
+        with self._lock:
+            key = (session_id, through)
+            if key in self._held:
+                return
+            self._held[key] = segment
+            self._bytes += segment.size
+            while self._bytes > self.max_bytes and self._held:
+                _, dropped = self._held.popitem(last=False)
+                self._bytes -= dropped.size
 
 
 class InMemoryContextSnapshots:
@@ -179,12 +251,16 @@ class InMemoryContextSnapshots:
         self._heads: dict[UUID, SnapshotWrite] = {}
         self._segments: dict[UUID, dict[tuple[int, int], bytes]] = {}
 
-    def latest(self, session_id: UUID) -> KeptSnapshot | None:
+    def latest(self, session_id: UUID, have: Collection[int] = ()) -> KeptSnapshot | None:
         head = self._heads.get(session_id)
         if head is None:
             return None
         kept = self._segments.get(session_id, {})
-        segments = {through: data for (epoch, through), data in kept.items() if epoch == head.epoch}
+        segments = {
+            through: data
+            for (epoch, through), data in kept.items()
+            if epoch == head.epoch and through not in have
+        }
         return KeptSnapshot(head.version, head.head, segments)
 
     def keep(self, session_id: UUID, snapshot: SnapshotWrite) -> None:

@@ -6,7 +6,7 @@ picks which adapter fills each port.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
@@ -232,8 +232,9 @@ class ContextSnapshots(Protocol):
     """Where a session's folded context is kept now and then, so a run starts from the
     newest snapshot and the events after it (`application/context_snapshots.py`)."""
 
-    def latest(self, session_id: UUID) -> KeptSnapshot | None:
-        """The newest snapshot of the session."""
+    def latest(self, session_id: UUID, have: Collection[int] = ()) -> KeptSnapshot | None:
+        """The newest snapshot of the session, without the segments whose `through` the
+        caller already has."""
         ...
 
     def keep(self, session_id: UUID, snapshot: SnapshotWrite) -> None:

@@ -19,7 +19,7 @@ from uuid import UUID
 
 from application import context_snapshots
 from application.bridge import SyncBridge
-from application.context_snapshots import Stored
+from application.context_snapshots import SegmentCache, Stored
 from application.ports import ContextSnapshots
 from application.receipt import Receipt
 from application.sessions import SessionService
@@ -47,6 +47,7 @@ class RunState:
     snapshots: ContextSnapshots | None = None
     snapshot_every: int = 100
     warm: WarmContexts | None = None  # folds handed from one run of a session to the next
+    segments: SegmentCache = field(default_factory=SegmentCache)  # the process's, when given
     # The events read (all of them, or those after a snapshot) and those recorded since.
     log: list[SessionEvent] = field(default_factory=list)
     version: int = 0  # of the session, as far as this run has folded it
@@ -74,7 +75,9 @@ class RunState:
             if warm.session is not None:
                 self._lend(warm.session, tail)
             return
-        loaded = await self.bridge(_load, self.sessions, self.session_id, self.snapshots)
+        loaded = await self.bridge(
+            _load, self.sessions, self.session_id, self.snapshots, self.segments
+        )
         if loaded.folded is None:
             self._start(loaded.tail, Ledger(), None, 0, 0)
         else:
@@ -223,10 +226,14 @@ class _Loaded:
 
 
 def _load(
-    sessions: SessionService, session_id: UUID, snapshots: ContextSnapshots | None
+    sessions: SessionService,
+    session_id: UUID,
+    snapshots: ContextSnapshots | None,
+    segments: SegmentCache,
 ) -> _Loaded:
-    kept = snapshots.latest(session_id) if snapshots is not None else None
-    folded = context_snapshots.decode(kept, sessions.mapper) if kept is not None else None
+    folded = None
+    if snapshots is not None:
+        folded = context_snapshots.read(snapshots, session_id, sessions.mapper, segments)
     after = folded.version if folded is not None else 0
     tail = _tail(sessions, session_id, after)
     if folded is None and not tail:

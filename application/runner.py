@@ -22,6 +22,7 @@ from uuid import UUID
 from application import log_context
 from application.bridge import SyncBridge
 from application.budget_guard import BudgetGuard, NoBudgets
+from application.context_snapshots import SegmentCache
 from application.engine_settings import COMPACTION_PROMPT, EngineSettings, frame_of
 from application.mcp_tools import McpClient, refresh_toolset, with_mcp_tools
 from application.memory_recall import RunMemory
@@ -108,6 +109,7 @@ class AgentRunner:
         self.snapshots = snapshots
         self.memory = memory
         self.warm = WarmContexts()
+        self.segments = SegmentCache()  # the snapshots' segments this process has read
         self.model_calls = ModelCalls(
             llm, deltas, default_model=self.settings.model or "",
             fallback=self.settings.model_fallback,
@@ -178,7 +180,7 @@ class AgentRunner:
         """A run's state, reading and keeping snapshots of the folded log if configured."""
         return RunState(
             session_id, run_id, self.sessions, self.bridge, self.snapshots,
-            self.settings.snapshot_every, self.warm,
+            self.settings.snapshot_every, self.warm, self.segments,
         )  # fmt: skip
 
     def frame(self, settings: SessionSettings) -> ContextFrame:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
+from collections.abc import Collection
 from uuid import UUID, uuid4
 
 import psycopg
@@ -22,6 +23,7 @@ import psycopg
 from adapters.postgres.context_snapshots import SEGMENTS, TABLE, PostgresContextSnapshots
 from adapters.system import System
 from application import context_snapshots
+from application.context_snapshots import SegmentCache
 from application.ports import KeptSnapshot, SnapshotWrite
 from application.run_state import RunState
 from application.steps import CallRequest, CallsStep, ResultStep, TurnStep
@@ -44,8 +46,8 @@ class Counting:
         self.whole = 0  # bytes, had each snapshot been one row rewritten whole
         self.segments = 0  # bytes of the segments so far
 
-    def latest(self, session_id: UUID) -> KeptSnapshot | None:
-        return self.inner.latest(session_id)
+    def latest(self, session_id: UUID, have: Collection[int] = ()) -> KeptSnapshot | None:
+        return self.inner.latest(session_id, have)
 
     def keep(self, session_id: UUID, snapshot: SnapshotWrite) -> None:
         segment = len(snapshot.segment.data) if snapshot.segment else 0
@@ -106,14 +108,17 @@ def plain_bytes(system: System, sid: UUID) -> int:
     return table_bytes(url, "bench_bare")
 
 
-def cold_start_reads(system: System, store: PostgresContextSnapshots, sid: UUID) -> float:
-    """Median seconds of a cold run start's store reads: head, segments, tail, decoded."""
+def start_reads(
+    system: System, store: PostgresContextSnapshots, sid: UUID, cache: SegmentCache | None
+) -> float:
+    """Median seconds of a run start's store reads (head, segments, tail, decoded): with
+    no segment held (a process new to the session), or those `cache` holds."""
     app = system.container.sessions
     times = []
     for _ in range(STARTS):
+        held = cache if cache is not None else SegmentCache()
         t = time.perf_counter()
-        kept = store.latest(sid)
-        folded = context_snapshots.decode(kept, app.mapper) if kept else None
+        folded = context_snapshots.read(store, sid, app.mapper, held)
         list(app.session_events(sid, after=folded.version if folded else 0))
         times.append(time.perf_counter() - t)
     return median(times)
@@ -140,10 +145,12 @@ def main() -> None:
               f"(rewritten whole: {store.whole / steps / 1024:.2f} KiB, "
               f"{store.whole / max(store.written, 1):.1f}x)")  # fmt: skip
         short_sid, short_versions = asyncio.run(grow(system, Counting(inner), 50))
-        short = cold_start_reads(system, inner, short_sid)
-        long = cold_start_reads(system, inner, sid)
-        print(f"cold run start, store reads: v{short_versions[-1]} {short * 1000:.2f} ms, "
-              f"v{versions[-1]} {long * 1000:.2f} ms = {long / short:.1f}x")  # fmt: skip
+        for label, cache in (("cold", None), ("segments held", SegmentCache())):
+            short = start_reads(system, inner, short_sid, cache)
+            long = start_reads(system, inner, sid, cache)
+            print(f"run start, store reads, {label}: v{short_versions[-1]} "
+                  f"{short * 1000:.2f} ms, v{versions[-1]} {long * 1000:.2f} ms "
+                  f"= {long / short:.1f}x")  # fmt: skip
 
 
 if __name__ == "__main__":

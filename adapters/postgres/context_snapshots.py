@@ -4,6 +4,7 @@ once; a head of a newer epoch (a compaction) drops the older epochs' segments.""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from uuid import UUID
 
 from eventsourcing.postgres import PostgresDatastore
@@ -41,14 +42,14 @@ class PostgresContextSnapshots:
             for statement in statements:
                 conn.execute(self._sql(statement))
 
-    def latest(self, session_id: UUID) -> KeptSnapshot | None:
+    def latest(self, session_id: UUID, have: Collection[int] = ()) -> KeptSnapshot | None:
         query = self._sql(
             "SELECT h.version, h.data AS head, s.through, s.data AS segment FROM {heads} h "
             "LEFT JOIN {segments} s ON s.session_id = h.session_id AND s.epoch = h.epoch "
-            "WHERE h.session_id = %s"
+            "AND NOT s.through = ANY(%s::bigint[]) WHERE h.session_id = %s"
         )
         with self.datastore.get_connection() as conn:
-            rows = conn.execute(query, (session_id,)).fetchall()
+            rows = conn.execute(query, (list(have), session_id)).fetchall()
         if not rows:
             return None
         segments = {

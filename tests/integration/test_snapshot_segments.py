@@ -5,6 +5,7 @@ it superseded."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from uuid import UUID
 
 from adapters.postgres.context_snapshots import SEGMENTS, PostgresContextSnapshots
@@ -25,8 +26,8 @@ class Measured:
         self.inner = inner
         self.written: list[tuple[int, int]] = []  # (version, bytes)
 
-    def latest(self, session_id: UUID) -> KeptSnapshot | None:
-        return self.inner.latest(session_id)
+    def latest(self, session_id: UUID, have: Collection[int] = ()) -> KeptSnapshot | None:
+        return self.inner.latest(session_id, have)
 
     def keep(self, session_id: UUID, snapshot: SnapshotWrite) -> None:
         segment = len(snapshot.segment.data) if snapshot.segment else 0
@@ -90,3 +91,8 @@ async def test_bytes_grow_linearly_a_cold_start_is_the_full_fold_a_compaction_dr
     assert epochs(system, sid) == {receipt.version}
     kept = store.latest(sid)
     assert kept is not None and len(kept.segments) >= 2  # the compaction's and one after
+    # A process that holds some segments is handed only the others, and the head.
+    first = min(kept.segments)
+    lacking = store.latest(sid, have=[first])
+    assert lacking is not None and lacking.head == kept.head
+    assert set(lacking.segments) == set(kept.segments) - {first}

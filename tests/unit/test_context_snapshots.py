@@ -3,7 +3,7 @@ exactly the request a fold of the whole log builds."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from uuid import UUID, uuid4
 
 import pytest
@@ -11,7 +11,7 @@ import pytest
 from adapters.bootstrap.in_memory import in_memory_sessions
 from application import context_snapshots
 from application.bridge import SyncBridge
-from application.context_snapshots import InMemoryContextSnapshots, Stored
+from application.context_snapshots import InMemoryContextSnapshots, SegmentCache, Stored
 from application.ports import KeptSnapshot, SnapshotWrite
 from application.run_state import RunState
 from application.sessions import SessionService
@@ -84,6 +84,48 @@ def test_request_from_snapshot_and_tail_equals_the_full_fold_at_every_point() ->
     # Only the newest epoch's segments are left: the compactions dropped the others.
     epochs = {epoch for epoch, _ in store.segment_bytes(sid)}
     assert epochs == {stored.epoch} and stored.epoch > 0
+
+
+class Watching:
+    """A store that remembers how many segments each read handed out."""
+
+    def __init__(self, inner: InMemoryContextSnapshots) -> None:
+        self.inner, self.handed = inner, list[int]()
+
+    def latest(self, session_id: UUID, have: Collection[int] = ()) -> KeptSnapshot | None:
+        kept = self.inner.latest(session_id, have)
+        self.handed.append(len(kept.segments) if kept else 0)
+        return kept
+
+    def keep(self, session_id: UUID, snapshot: SnapshotWrite) -> None:
+        self.inner.keep(session_id, snapshot)
+
+
+def test_a_start_reads_only_the_segments_its_process_has_not_read() -> None:
+    sessions = in_memory_sessions()
+    sid = long_session(sessions, 30)
+    events = list(sessions.session_events(sid))
+    store, stored = Watching(InMemoryContextSnapshots()), Stored()
+    cache, tiny = SegmentCache(), SegmentCache(max_bytes=1)  # tiny holds none
+    for j in (20, 50, 80, len(events)):
+        builder, ledger = ContextBuilder(FRAME), Ledger.of(events[:j])
+        for e in events[:j]:
+            builder.apply(e)
+        builder.request()
+        write, stored = context_snapshots.encode(
+            j, ledger, builder.folded(), sessions.mapper, stored
+        )
+        store.keep(sid, write)
+        for held in (cache, tiny):
+            folded = context_snapshots.read(store, sid, sessions.mapper, held)
+            assert folded is not None and folded.version == j
+            restored = ContextBuilder(FRAME)
+            restored.restore(folded.context)
+            assert restored.request_and_estimate() == full_fold(events[:j])
+    # With the segments held, each read fetched the one segment added since; without,
+    # every segment each time.
+    assert store.handed[0::2] == [1, 1, 1, 1]
+    assert store.handed[1::2] == [1, 2, 3, 4]
 
 
 def folded_snapshot(steps: int) -> tuple[SessionService, SnapshotWrite]:
