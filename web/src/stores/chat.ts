@@ -55,7 +55,21 @@ export const useChat = defineStore('chat', () => {
     })
   }
 
+  /** The session being loaded, until it is: a message sent meanwhile waits for it, or
+   * the load's end (following the session stream) would cut the message's own stream. */
+  let opening: Promise<void> | null = null
+
   async function open(id: string): Promise<void> {
+    const loading = load(id)
+    opening = loading
+    try {
+      await loading
+    } finally {
+      if (opening === loading) opening = null
+    }
+  }
+
+  async function load(id: string): Promise<void> {
     closeStream()
     Object.assign(state, createChatState())
     olderCursor.value = null
@@ -103,6 +117,7 @@ export const useChat = defineStore('chat', () => {
   /** Sends a message and reads the run on the chat stream; the session stream takes over
    * when it ends (or drops), from the last id applied. */
   async function send(content: string, attached: AttachedView[] = []): Promise<void> {
+    await opening?.catch(() => undefined) // a load that failed says so itself
     const id = session.value?.id
     if (id === undefined) return
     closeStream()
