@@ -104,8 +104,9 @@ def check(case: schemathesis.Case, target: Target) -> None:
         assert_error_format(response, where)
 
 
+@pytest.mark.parametrize("mode", MODES, ids=[m.value for m in MODES])  # two tests: two cores
 def test_no_input_makes_a_server_error_and_every_error_has_the_format(
-    fuzz_target: Target,
+    fuzz_target: Target, mode: GenerationMode
 ) -> None:
     # (schemathesis' own pytest integration, `from_fixture(...).parametrize()`, fails on
     # pytest 9: it reads `request.node._nodeid`. So: its strategies under Hypothesis.)
@@ -116,26 +117,25 @@ def test_no_input_makes_a_server_error_and_every_error_has_the_format(
     for operation in operations:
         if (operation.method.upper(), operation.path) in EXCLUDED:
             continue
-        for mode in MODES:
 
-            @given(case=operation.as_strategy(generation_mode=mode))
-            @settings(
-                max_examples=EXAMPLES,
-                deadline=None,
-                derandomize=True,
-                database=None,
-                phases=[Phase.explicit, Phase.generate],
-                suppress_health_check=list(HealthCheck),
-            )
-            def fuzz(case: schemathesis.Case) -> None:
-                check(case, fuzz_target)
+        @given(case=operation.as_strategy(generation_mode=mode))
+        @settings(
+            max_examples=EXAMPLES,
+            deadline=None,
+            derandomize=True,
+            database=None,
+            phases=[Phase.explicit, Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
+        def fuzz(case: schemathesis.Case) -> None:
+            check(case, fuzz_target)
 
-            try:
-                fuzz()
-            except Unsatisfiable:  # no parameter, body or token to make invalid (`/health`)
-                assert mode is GenerationMode.NEGATIVE, operation.path
-            except Exception as e:  # noqa: BLE001 - every operation is tried; all reported
-                failures.append(f"{operation.method.upper()} {operation.path} ({mode.value}): {e}")
+        try:
+            fuzz()
+        except Unsatisfiable:  # no parameter, body or token to make invalid (`/health`)
+            assert mode is GenerationMode.NEGATIVE, operation.path
+        except Exception as e:  # noqa: BLE001 - every operation is tried; all reported
+            failures.append(f"{operation.method.upper()} {operation.path} ({mode.value}): {e}")
     assert not failures, f"{len(failures)} failing operation(s):\n\n" + "\n\n".join(failures)
 
 
