@@ -19,13 +19,14 @@ from collections.abc import Collection
 from uuid import UUID, uuid4
 
 import psycopg
+from eventsourcing.postgres import PostgresFactory
 
 from adapters.postgres.context_snapshots import SEGMENTS, TABLE, PostgresContextSnapshots
 from adapters.system import System
 from application import context_snapshots
 from application.context_snapshots import SegmentCache
-from application.ports import KeptSnapshot, SnapshotWrite
 from application.run_state import RunState
+from application.snapshot_port import KeptSnapshot, SnapshotWrite
 from application.steps import CallRequest, CallsStep, ResultStep, TurnStep
 from bench.harness import bench_system, cores, median
 from domain.context import ContextBuilder, ContextFrame
@@ -131,7 +132,9 @@ def main() -> None:
     print(f"cores: {cores()}, {steps} steps of a user message, a turn with a call, a result")
     with bench_system(projections=False) as system:
         url = system.container.database_url
-        inner = PostgresContextSnapshots(system.container.sessions.factory.datastore)  # type: ignore[attr-defined]
+        factory = system.container.sessions.factory
+        assert isinstance(factory, PostgresFactory)
+        inner = PostgresContextSnapshots(factory.datastore)
         inner.create_table()
         tables = ("tokendance_events", TABLE, SEGMENTS)
         before = table_bytes(url, *tables)

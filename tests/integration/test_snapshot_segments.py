@@ -8,10 +8,12 @@ from __future__ import annotations
 from collections.abc import Collection
 from uuid import UUID
 
+from eventsourcing.postgres import PostgresDatastore, PostgresFactory
+
 from adapters.postgres.context_snapshots import SEGMENTS, PostgresContextSnapshots
 from adapters.system import System
-from application.ports import KeptSnapshot, SnapshotWrite
 from application.run_state import RunState
+from application.snapshot_port import KeptSnapshot, SnapshotWrite
 from domain.context import ContextBuilder
 from tests.fakes.long_session import start
 from tests.unit.test_context_snapshots import FRAME, full_fold, run_steps
@@ -38,8 +40,14 @@ class Measured:
         return sum(size for at, size in self.written if at <= version)
 
 
+def datastore(system: System) -> PostgresDatastore:
+    factory = system.container.sessions.factory
+    assert isinstance(factory, PostgresFactory)
+    return factory.datastore
+
+
 def epochs(system: System, sid: UUID) -> set[int]:
-    with system.container.sessions.factory.datastore.get_connection() as conn:  # type: ignore[attr-defined]
+    with datastore(system).get_connection() as conn:
         rows = conn.execute(f"SELECT DISTINCT epoch FROM {SEGMENTS} WHERE session_id = %s", (sid,))
         return {int(row["epoch"]) for row in rows.fetchall()}
 
@@ -48,7 +56,7 @@ async def test_bytes_grow_linearly_a_cold_start_is_the_full_fold_a_compaction_dr
     system: System,
 ) -> None:
     c = system.container
-    store = PostgresContextSnapshots(c.sessions.factory.datastore)  # type: ignore[attr-defined]
+    store = PostgresContextSnapshots(datastore(system))
     store.create_table()
     snapshots = Measured(store)
     sid, run_id = start(c.sessions)
