@@ -31,7 +31,7 @@ from uuid import UUID
 import msgspec
 from eventsourcing.persistence import Mapper
 
-from application.ports import ContextSnapshots, KeptSnapshot, SnapshotSegment, SnapshotWrite
+from application.snapshot_port import ContextSnapshots, KeptSnapshot, SnapshotSegment, SnapshotWrite
 from application.snapshot_wire import (
     Block,
     EventState,

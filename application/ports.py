@@ -6,7 +6,7 @@ picks which adapter fills each port.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
@@ -196,51 +196,6 @@ class RunTracing(Protocol):
     """A span around each run (`invoke_agent`): the run's model and tool spans nest in it."""
 
     def invoke(self, session_id: UUID, run_id: UUID) -> AbstractContextManager[object]: ...
-
-
-@dataclass(frozen=True)
-class SnapshotSegment:
-    """Part of a session's folded conversation, written once and never rewritten: what
-    its events added after the previous segment of its epoch, through `through`."""
-
-    through: int
-    data: bytes
-
-
-@dataclass(frozen=True)
-class SnapshotWrite:
-    """A snapshot to keep: a small head (the ledger, the plan, which segments make the
-    conversation) and the segment it adds, if any. `epoch` is the version of the
-    newest compaction (0: none): segments of older epochs are no longer read."""
-
-    version: int
-    epoch: int
-    head: bytes
-    segment: SnapshotSegment | None
-
-
-@dataclass(frozen=True)
-class KeptSnapshot:
-    """The newest head of a session, and the segments of its epoch by `through`."""
-
-    version: int
-    head: bytes
-    segments: Mapping[int, bytes]
-
-
-class ContextSnapshots(Protocol):
-    """Where a session's folded context is kept now and then, so a run starts from the
-    newest snapshot and the events after it (`application/context_snapshots.py`)."""
-
-    def latest(self, session_id: UUID, have: Collection[int] = ()) -> KeptSnapshot | None:
-        """The newest snapshot of the session, without the segments whose `through` the
-        caller already has."""
-        ...
-
-    def keep(self, session_id: UUID, snapshot: SnapshotWrite) -> None:
-        """Keep the segment, then the head if it is newer than the kept one; drop the
-        segments of epochs before its own."""
-        ...
 
 
 class SpendReader(Protocol):

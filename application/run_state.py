@@ -20,9 +20,9 @@ from uuid import UUID
 from application import context_snapshots
 from application.bridge import SyncBridge
 from application.context_snapshots import SegmentCache, Stored
-from application.ports import ContextSnapshots
 from application.receipt import Receipt
 from application.sessions import SessionService
+from application.snapshot_port import ContextSnapshots
 from application.warm_contexts import Warm, WarmContexts
 from domain.budgets import BillingScope, Spend
 from domain.context import ContextBuilder, FoldedContext

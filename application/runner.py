@@ -27,18 +27,11 @@ from application.engine_settings import COMPACTION_PROMPT, EngineSettings, frame
 from application.mcp_tools import McpClient, refresh_toolset, with_mcp_tools
 from application.memory_recall import RunMemory
 from application.model_calls import ModelCalls, on_run_model
-from application.ports import (
-    LLM,
-    BlobStore,
-    ContextSnapshots,
-    DeltaSink,
-    LLMError,
-    RunTracing,
-    TokenCounter,
-)
+from application.ports import LLM, BlobStore, DeltaSink, LLMError, RunTracing, TokenCounter
 from application.run_state import RunState
 from application.sessions import SessionService
 from application.skills.service import Skills
+from application.snapshot_port import ContextSnapshots
 from application.steps import UNRECORDED, TurnStep
 from application.tool_calls import ToolCalls
 from application.tools.registry import ToolRegistry

@@ -69,7 +69,7 @@ from application.mcp_tools import McpClient
 from application.memories import Memories
 from application.memory_access import MemoryAccess
 from application.memory_recall import MemoryRecall, RunMemory
-from application.ports import LLM, BlobStore, ContextSnapshots, DeltaSink, RunLocks, TokenCounter
+from application.ports import LLM, BlobStore, DeltaSink, RunLocks, TokenCounter
 from application.replay import ReplayEngine
 from application.replay_oracle import ReplayBudgets
 from application.runner import AgentRunner
@@ -77,6 +77,7 @@ from application.runs import RunScheduler
 from application.sessions import SessionService
 from application.skills.service import Skills
 from application.slide_regeneration import RegenerationSettings, SlideRegenerator
+from application.snapshot_port import ContextSnapshots
 from application.tools.base import AnyTool
 from application.tools.registry import ToolRegistry
 from application.workspace_files import WorkspaceFiles

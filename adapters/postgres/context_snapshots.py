@@ -10,7 +10,7 @@ from uuid import UUID
 from eventsourcing.postgres import PostgresDatastore
 from psycopg import sql
 
-from application.ports import KeptSnapshot, SnapshotWrite
+from application.snapshot_port import KeptSnapshot, SnapshotWrite
 
 TABLE = "tokendance_context_snapshots"
 SEGMENTS = "tokendance_context_segments"

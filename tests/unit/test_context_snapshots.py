@@ -12,9 +12,9 @@ from adapters.bootstrap.in_memory import in_memory_sessions
 from application import context_snapshots
 from application.bridge import SyncBridge
 from application.context_snapshots import InMemoryContextSnapshots, SegmentCache, Stored
-from application.ports import KeptSnapshot, SnapshotWrite
 from application.run_state import RunState
 from application.sessions import SessionService
+from application.snapshot_port import KeptSnapshot, SnapshotWrite
 from application.steps import CallRequest, CallsStep, ResultStep, TurnStep
 from domain.budgets import BillingScope
 from domain.context import ContextBuilder, ContextFrame
