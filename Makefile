@@ -14,7 +14,7 @@ WORKERS ?= 2
 PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist worksteal
 # The web app's Vite needs Node.js 20.19+ or 22.12+; with an older one it is not checked.
 NODE_OK := node -e 'const [a,b]=process.versions.node.split(".").map(Number);process.exit(a===20&&b>=19||a===22&&b>=12||a>22?0:1)'
-UV_VERSION := 0.13.9
+UV_VERSION := $(shell sed -n 's/^UV_VERSION=\([0-9.]*\).*/\1/p' scripts/setup)
 LOCK_FLAGS := --universal --python-version 3.11 --generate-hashes --quiet \
 	--custom-compile-command "make lock" \
 	$(if $(UPGRADE),--upgrade) $(if $(UPGRADE_PACKAGE),--upgrade-package $(UPGRADE_PACKAGE))
@@ -69,8 +69,10 @@ test-integration: bytecode ## real Postgres, NATS and S3 (started by the tests),
 test-e2e: bytecode ## a real server over HTTP and SSE, and the fault tests that kill its processes
 	$(PYTEST) tests/e2e tests/faults
 
-lock: ## re-resolve requirements.lock and requirements-test.lock (UPGRADE=1 or UPGRADE_PACKAGE=x)
+lock: ## re-resolve requirements{,-test,-deploy}.lock (UPGRADE=1 or UPGRADE_PACKAGE=x)
 	$(BIN)/python -m pip install -q "uv==$(UV_VERSION)"
 	$(BIN)/uv pip compile pyproject.toml --extra embedded $(LOCK_FLAGS) -o requirements.lock
 	$(BIN)/uv pip compile pyproject.toml --extra test $(LOCK_FLAGS) \
 		-c requirements.lock -o requirements-test.lock
+	$(BIN)/uv pip compile pyproject.toml --extra s3 $(LOCK_FLAGS) \
+		-c requirements-test.lock -o requirements-deploy.lock

@@ -66,10 +66,11 @@ def run(tree: Path, *args: str, path: Path | None = None) -> subprocess.Complete
 def test_the_dry_run_says_what_it_would_do_and_installs_nothing(tree: Path) -> None:
     done = run(tree, "--dry-run")
     assert done.returncode == 0, done.stderr
-    assert "would run: .venv/bin/python -m pip install --require-hashes -r requirements.lock" in (
+    assert "would run: .venv/bin/python -m pip install uv==" in done.stdout
+    assert "would run: .venv/bin/uv pip install --require-hashes -r requirements.lock" in (
         done.stdout
     )
-    assert "pip install -e '.[embedded]'" in done.stdout
+    assert "uv pip install -e '.[embedded]'" in done.stdout
     assert "dry run: nothing was installed" in done.stdout
     assert not (tree / ".venv").exists()
     assert not (tree / "web").exists()
@@ -79,7 +80,7 @@ def test_the_dry_run_with_test_uses_the_test_lock(tree: Path) -> None:
     done = run(tree, "--test", "--dry-run")
     assert done.returncode == 0, done.stderr
     assert "-r requirements-test.lock" in done.stdout
-    assert "pip install -e '.[test]'" in done.stdout
+    assert "uv pip install -e '.[test]'" in done.stdout
     assert not (tree / ".venv").exists()
 
 
@@ -122,6 +123,7 @@ def test_without_network_it_says_what_it_could_not_install_and_fails_on_python(
     sandbox = "code_execute will say the sandbox is unavailable"
     assert f"could not install bubblewrap socat: {sandbox}" in said
     assert "could not install libreoffice-impress: slide previews come without thumbnails" in said
+    assert "could not install uv" in said  # then pip, which has no network either
     assert "could not install the Python packages in requirements.lock (no network to PyPI?)" in (
         said
     )
