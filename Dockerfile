@@ -8,7 +8,7 @@
 #                                                # export answer that they are unavailable
 #
 # Stages: `web` builds the Vue client (web/dist), `build` makes the venv (the
-# dependencies in a layer of their own, keyed on pyproject.toml alone), `base` is the
+# dependencies in a layer of their own, from requirements-deploy.lock), `base` is the
 # runtime's user and settings, and `slim` and `full` are the two runtimes. Base images
 # are pinned to published patch versions; change them with --build-arg.
 ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
@@ -26,18 +26,24 @@ RUN npm --prefix web run build
 
 # ---- build: the venv at /opt/tokendance ----
 FROM ${PYTHON_IMAGE} AS build
-# Extras of pyproject.toml to install besides the dependencies: `s3` for the blob store
-# compose uses; add e.g. `voyage` (hosted embeddings) with --build-arg EXTRAS=s3,voyage.
-ARG EXTRAS=s3
+# Extras of pyproject.toml to install besides the locked ones (the dependencies and `s3`,
+# the blob store compose uses): e.g. `voyage` (hosted embeddings) with
+# --build-arg EXTRAS=voyage. Those are resolved at build time, not from the lock.
+ARG EXTRAS=
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 RUN python -m venv /opt/tokendance
-# The dependencies: this layer is rebuilt only when pyproject.toml (or EXTRAS) changes.
-COPY pyproject.toml deploy/pyproject_requirements.py /tmp/deps/
-RUN python /tmp/deps/pyproject_requirements.py /tmp/deps/pyproject.toml "$EXTRAS" \
-        > /tmp/deps/requirements.txt \
-    && /opt/tokendance/bin/pip install -r /tmp/deps/requirements.txt
+# The dependencies, from requirements-deploy.lock (every version and hash the tests ran
+# with; `make lock` writes it): this layer is rebuilt only when the lock, pyproject.toml
+# or EXTRAS change.
+COPY requirements-deploy.lock pyproject.toml deploy/pyproject_requirements.py /tmp/deps/
+RUN /opt/tokendance/bin/pip install --require-hashes -r /tmp/deps/requirements-deploy.lock \
+    && if [ -n "$EXTRAS" ]; then \
+        python /tmp/deps/pyproject_requirements.py --extras-only /tmp/deps/pyproject.toml \
+            "$EXTRAS" > /tmp/deps/extras.txt \
+        && /opt/tokendance/bin/pip install -r /tmp/deps/extras.txt; \
+    fi
 # The project itself, installed in place from /app (some files are read beside the code:
 # schemas/*.json, web/dist), then one import of the CLI as a smoke test.
 WORKDIR /app

