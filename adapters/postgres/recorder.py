@@ -229,6 +229,20 @@ class LockedInsertRecorder(PostgresApplicationRecorder):
             rendered = self._rendered[key] = statement().as_bytes(conn)
         return rendered
 
+    def insert_statement_bytes(self) -> bytes:
+        """The insert function's call, as sent (`AsyncRecorder` sends it too)."""
+        return self._call.as_bytes()
+
+    def insert_columns(self, stored_events: Sequence[StoredEvent]) -> tuple[list[Any], ...]:
+        """The insert function's four arguments: ids, versions, topics, states."""
+        ids, versions, topics, states = self._columns
+        return (
+            ids(e.originator_id for e in stored_events),
+            versions(e.originator_version for e in stored_events),
+            topics(e.topic for e in stored_events),
+            states(e.state for e in stored_events),
+        )
+
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def select_events(
         self,
@@ -243,7 +257,7 @@ class LockedInsertRecorder(PostgresApplicationRecorder):
         params = [originator_id, *(v for v in (gt, lte, limit) if v is not None)]
         shape = (gt is not None, lte is not None, desc, limit is not None)
         with self.datastore.get_connection() as conn, conn.cursor() as curs:
-            statement = self._render(shape, lambda: self._select_statement(*shape), conn)
+            statement = self._render(shape, lambda: self.select_statement(*shape), conn)
             curs.execute(statement, params, prepare=True)
             return [
                 StoredEvent(
@@ -252,7 +266,8 @@ class LockedInsertRecorder(PostgresApplicationRecorder):
                 for r in curs.fetchall()
             ]
 
-    def _select_statement(self, gt: bool, lte: bool, desc: bool, limit: bool) -> Composable:
+    def select_statement(self, gt: bool, lte: bool, desc: bool, limit: bool) -> Composable:
+        """The library's read of one aggregate's events, with the bounds given."""
         statement = self.select_events_statement
         if gt:
             statement += SQL(" AND originator_version > %s")
@@ -271,13 +286,7 @@ class LockedInsertRecorder(PostgresApplicationRecorder):
     ) -> Sequence[int] | None:
         if not stored_events:
             return None
-        ids, versions, topics, states = self._columns
-        columns = (
-            ids(e.originator_id for e in stored_events),
-            versions(e.originator_version for e in stored_events),
-            topics(e.topic for e in stored_events),
-            states(e.state for e in stored_events),
-        )
+        columns = self.insert_columns(stored_events)
         with self.datastore.get_connection() as conn, conn.cursor() as curs:
             assert conn.autocommit  # the call is its own transaction
             curs.execute(self._render("insert", lambda: self._call, conn), columns, prepare=True)
