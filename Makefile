@@ -34,7 +34,10 @@ setup-test: ## the same and what the tests need
 run: ## tokendance serve on the embedded servers (./.tokendance), http://localhost:8000/
 	$(BIN)/tokendance serve
 
-test: test-web typecheck lint bytecode ## everything CI runs: web checks, mypy, ruff, the whole suite
+# The checks two at a time (the web app's and mypy take about half a minute each), each
+# one's output kept together; then the suite.
+test: ## everything CI runs: web checks, mypy, ruff, the whole suite
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-web typecheck lint bytecode
 	$(PYTEST) --durations=30
 
 test-web: ## the web app's checks (generated types, vue-tsc, ESLint, Vitest) and its build
