@@ -9,6 +9,7 @@ from eventsourcing.application import Application
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresTrackingRecorder
 
 from adapters.config.settings import Settings
+from adapters.postgres.async_recorder import AsyncRecorder
 from application.accounts import AccountService
 from application.bridge import SyncBridge
 from application.erasure import Erasure
@@ -62,6 +63,11 @@ class Container:
     def usage(self) -> UsageQueries:
         """Queries on the usage and budgets read models."""
         return UsageQueries(self.views.usage.datastore)
+
+    async def close_loop_pool(self) -> None:
+        """Close the loop's connections (`LoopWrites`), on the loop that used them."""
+        if isinstance(self.sessions.loop_recorder, AsyncRecorder):
+            await self.sessions.loop_recorder.close()
 
     def close(self) -> None:
         self.bridge.close()

@@ -108,6 +108,11 @@ class UserKeys:
     def is_sealed(self, value: str) -> bool:
         return value.startswith(PREFIX)
 
+    def held(self, user_id: UUID) -> bool:
+        with self._lock:
+            cached = self._cache.get(user_id)
+        return cached is not None and cached[0] > self.clock() and cached[1] is not None
+
     def open(self, sealed: str, where: str) -> str:
         try:
             user, _, body = sealed[len(PREFIX) :].partition(":")

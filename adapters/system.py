@@ -59,6 +59,7 @@ class System:
         """End the run tasks (their runs stay active in the log) and the background services."""
         await self.engine.scheduler.close()
         await self.services.stop()
+        await self.container.close_loop_pool()
 
     def close(self) -> None:
         """Flush the spans, close the event store's connections and the thread pool."""

@@ -380,6 +380,11 @@ class PersonalKeys(Protocol):
 
     def is_sealed(self, value: str) -> bool: ...
 
+    def held(self, user_id: UUID) -> bool:
+        """Whether the user's key (or that it was destroyed) is in memory, fresh: sealing
+        for the user then reads nothing from the database."""
+        ...
+
     def open(self, sealed: str, where: str) -> str:
         """The text again; `ERASED` once its key is destroyed, `UNREADABLE` (logged with
         `where`) if the key there cannot open it."""

@@ -161,7 +161,9 @@ class RunState:
     async def record(
         self, command: Callable[P, Receipt], *args: P.args, **kwargs: P.kwargs
     ) -> Receipt:
-        receipt = await self.bridge(command, *args, **kwargs)
+        # From the loop when it can (the session the last write left, no key to load);
+        # otherwise on the bridge's thread: `LoopWrites`.
+        receipt = await self.sessions.change_on_loop(self.bridge, command, *args, **kwargs)
         start = receipt.version - len(receipt.events)
         if start > self.version:  # another writer's events came first: fold them first
             self._fold(

@@ -32,6 +32,13 @@ class SealingMapper(Mapper[UUID]):
         super().__init__(base.transcoder, base.compressor, base.cipher)
         self.keys = keys
 
+    def in_memory(self, domain_event: DomainEventProtocol[UUID]) -> bool:
+        """Whether mapping the event to store it needs no database (its owner's key, if
+        it has personal fields, is held in memory)."""
+        personal = PERSONAL.get(type(domain_event))
+        owner = getattr(domain_event, personal.owner, None) if personal else None
+        return self.keys is None or owner is None or self.keys.held(owner)
+
     def to_stored_event(self, domain_event: DomainEventProtocol[UUID]) -> StoredEvent:
         keys = self.keys
         personal = PERSONAL.get(type(domain_event))

@@ -9,11 +9,12 @@ from dataclasses import dataclass, field
 from threading import Lock
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.application import AggregateNotFoundError, ProcessingEvent
 from eventsourcing.persistence import IntegrityError, JSONTranscoder
 from eventsourcing.utils import EnvType
 
 from application.aggregate_fold import fold_events
+from application.loop_writes import LoopWrites, NeedsThread, Staged, staged, staging
 from application.receipt import Receipt
 from application.run_commands import RunCommands
 from application.sealing_mapper import SealsPersonalData
@@ -57,9 +58,9 @@ class _Hold:
 _HOLD: ContextVar[_Hold | None] = ContextVar("tokendance_run_hold", default=None)
 
 
-class SessionService(RunCommands, SealsPersonalData):
+class SessionService(RunCommands, LoopWrites, SealsPersonalData):
     """The agent sessions application (the write side): a session's own commands here,
-    those its runs write in `RunCommands`."""
+    those its runs write in `RunCommands`, written from the loop by `LoopWrites`."""
 
     name = "tokendance"
     snapshotting_intervals = {AgentSession: 200}
@@ -245,6 +246,8 @@ class SessionService(RunCommands, SealsPersonalData):
                     return self._save(lent, hold)
                 except Conflict:
                     pass
+        if staging() is not None:  # on the loop: the log is read on the bridge's thread
+            raise NeedsThread
         session = self.get_session(session_id)
         self._command(session, command, expected_version, hold)
         return self._save(session, hold)
@@ -267,15 +270,49 @@ class SessionService(RunCommands, SealsPersonalData):
         command(session)
 
     def _save(self, session: AgentSession, hold: _Hold | None = None) -> Receipt:
+        stage = staging()
+        if stage is not None:
+            self._stage(stage, session, hold)
         try:
             recordings = self.save(session)
         except IntegrityError:
             # Another writer stored this version first (the cache only ever hands
             # out copies, so nothing needs undoing).
             raise Conflict(f"session {session.id} was changed by another command") from None
+        events = [r.domain_event for r in recordings]
+        return self._saved(session, hold, events, recordings[-1].notification.id)
+
+    def _stage(self, stage: Staged, session: AgentSession, hold: _Hold | None) -> None:
+        """Map the session's new events for the loop to store (`LoopWrites`), and end the
+        command; `NeedsThread` if mapping one would read a key from the database."""
+        processing: ProcessingEvent[UUID] = ProcessingEvent()
+        processing.collect_events(session)
+        if not all(self.mapper.in_memory(e) for e in processing.events):
+            raise NeedsThread
+        stage.processing = processing
+        stage.stored = [self.mapper.to_stored_event(e) for e in processing.events]
+        events = list(processing.events)
+        stage.finish = lambda ids: self._saved(session, hold, events, ids[-1])
+        staged(stage)
+
+    def _saved(
+        self, session: AgentSession, hold: _Hold | None, events: Sequence[object], last_id: int
+    ) -> Receipt:
+        """The receipt of a save stored (the run's hold keeps the session for its next)."""
         if hold is not None:
             if hold.worker is None:
                 hold.worker = session.run_worker
             hold.lent = session
-        events = tuple(as_session_event(r.domain_event) for r in recordings)
-        return Receipt(session.id, session.version, recordings[-1].notification.id, events)
+        written = tuple(as_session_event(e) for e in events)
+        return Receipt(session.id, session.version, last_id, written)
+
+    def snapshot_due(self, processing: ProcessingEvent[UUID]) -> bool:
+        every = self.snapshotting_intervals.get(AgentSession)
+        return (
+            every is not None
+            and self.snapshots is not None
+            and any(e.originator_version % every == 0 for e in processing.events)
+        )
+
+    def keep_snapshots(self, processing: ProcessingEvent[UUID]) -> None:
+        self._take_snapshots(processing)  # the library's own, as its `save` calls it

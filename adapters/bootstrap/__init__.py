@@ -46,9 +46,11 @@ from adapters.observability.telemetry import traced_llm, traced_tools, tracer_pr
 from adapters.observability.telemetry_runs import run_tracing
 from adapters.personal_keys import UserKeys
 from adapters.postgres.advisory_locks import AdvisoryLocks, SessionRunLocks
+from adapters.postgres.async_recorder import AsyncRecorder, async_pool
 from adapters.postgres.context_snapshots import PostgresContextSnapshots
 from adapters.postgres.eventstore import eventstore_env
 from adapters.postgres.personal_copies import PostgresPersonalCopies
+from adapters.postgres.recorder import LockedInsertRecorder
 from adapters.postgres.schema_lock import schema_lock
 from adapters.postgres.user_keys import PostgresKeyStore
 from adapters.services import Services
@@ -269,6 +271,15 @@ def _open_store(
     sessions = SessionService(env=env)
     factory = sessions.factory
     assert isinstance(factory, PostgresFactory)
+    events = sessions.recorder
+    assert isinstance(events, LockedInsertRecorder)
+    pool = async_pool(
+        database_url,
+        size=settings.db_async_pool_size,
+        timeout=settings.db_async_timeout,
+        name="tokendance-loop",
+    )
+    sessions.loop_recorder = AsyncRecorder(pool, events)
     models = embedding_models(settings)
     store = factory.datastore
     views = ReadModels(

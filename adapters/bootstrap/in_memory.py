@@ -4,11 +4,12 @@ benches)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from uuid import UUID
 
 from argon2 import PasswordHasher
 from eventsourcing.application import Application
+from eventsourcing.persistence import ApplicationRecorder, StoredEvent
 
 from adapters.config.settings import Settings
 from application.accounts import THIRTY_DAYS, AccountService
@@ -22,8 +23,35 @@ IN_MEMORY = {"PERSISTENCE_MODULE": "eventsourcing.popo"}
 
 
 def in_memory_sessions() -> SessionService:
-    """The session service on a new, empty in-memory event store."""
-    return SessionService(env=IN_MEMORY)
+    """The session service on a new, empty in-memory event store, whose runs write from
+    the loop as they do on Postgres."""
+    sessions = SessionService(env=IN_MEMORY)
+    sessions.loop_recorder = InMemoryLoopRecorder(sessions.recorder)
+    return sessions
+
+
+class InMemoryLoopRecorder:
+    """The in-memory recorder behind the loop's port (`AsyncEventRecorder`): it does no
+    I/O, so it is called directly."""
+
+    def __init__(self, recorder: ApplicationRecorder) -> None:
+        self.recorder = recorder
+
+    async def insert_events(self, stored_events: Sequence[StoredEvent]) -> list[int]:
+        return list(self.recorder.insert_events(stored_events) or ())
+
+    async def select_events(
+        self,
+        originator_id: UUID,
+        *,
+        gt: int | None = None,
+        lte: int | None = None,
+        desc: bool = False,
+        limit: int | None = None,
+    ) -> list[StoredEvent]:
+        return list(
+            self.recorder.select_events(originator_id, gt=gt, lte=lte, desc=desc, limit=limit)
+        )
 
 
 def in_memory_accounts(

@@ -39,6 +39,16 @@ DOCUMENTED: dict[str, tuple[str, str]] = {
         "pool size + overflow); each thread past the cores costs CPU in hand-offs of "
         "Python's lock on every call (`bench.stack_floor`)",
     ),
+    "TOKENDANCE_DB_ASYNC_POOL_SIZE": (
+        "4",
+        "Postgres connections of the event loop's own pool: a run's writes to its session "
+        "go through it without a thread (`application/loop_writes.py`)",
+    ),
+    "TOKENDANCE_DB_ASYNC_TIMEOUT": (
+        "5",
+        "seconds a write on the loop waits for a free connection of that pool; then it "
+        "goes through the store's threads instead, as before",
+    ),
     "TOKENDANCE_LOG_LEVEL": ("INFO", "log level"),
     "TOKENDANCE_LOG_FORMAT": (
         "text",

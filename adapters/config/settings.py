@@ -42,6 +42,8 @@ class Settings:
     db_pool_size: int = int(_default("TOKENDANCE_DB_POOL_SIZE"))
     db_max_overflow: int = int(_default("TOKENDANCE_DB_MAX_OVERFLOW"))
     store_threads: int = int(_default("TOKENDANCE_STORE_THREADS"))
+    db_async_pool_size: int = int(_default("TOKENDANCE_DB_ASYNC_POOL_SIZE"))
+    db_async_timeout: int = int(_default("TOKENDANCE_DB_ASYNC_TIMEOUT"))
     log_level: str = _default("TOKENDANCE_LOG_LEVEL")
     log_format: str = _default("TOKENDANCE_LOG_FORMAT")
     llm: str | None = None
@@ -115,6 +117,12 @@ class Settings:
             db_pool_size=_int(get("TOKENDANCE_DB_POOL_SIZE"), "TOKENDANCE_DB_POOL_SIZE"),
             db_max_overflow=_int(get("TOKENDANCE_DB_MAX_OVERFLOW"), "TOKENDANCE_DB_MAX_OVERFLOW"),
             store_threads=_limit(get("TOKENDANCE_STORE_THREADS"), "TOKENDANCE_STORE_THREADS"),
+            db_async_pool_size=_limit(
+                get("TOKENDANCE_DB_ASYNC_POOL_SIZE"), "TOKENDANCE_DB_ASYNC_POOL_SIZE"
+            ),
+            db_async_timeout=_limit(
+                get("TOKENDANCE_DB_ASYNC_TIMEOUT"), "TOKENDANCE_DB_ASYNC_TIMEOUT"
+            ),
             log_level=_choice(
                 get("TOKENDANCE_LOG_LEVEL").upper(), "TOKENDANCE_LOG_LEVEL", LOG_LEVELS
             ),

@@ -12,8 +12,9 @@ each reads the other's, and the library keeps serving what is off the hot path
 Errors are the library's, so the code above judges them as before: a version already
 taken is its `IntegrityError` (a `Conflict` to the session), a database that does not
 answer its `OperationalError`, retried as the library retries it. A pool with no free
-connection within `TOKENDANCE_DB_ASYNC_TIMEOUT` is `StoreBusy` at once: the caller
-answers 503 with `Retry-After` rather than queueing without end.
+connection within `TOKENDANCE_DB_ASYNC_TIMEOUT` is `StoreBusy`, with nothing sent: the
+caller goes another way (`application/loop_writes.py`: the store's threads) or answers 503
+with `Retry-After`, rather than queueing without end.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 import psycopg
+import psycopg_pool
 from eventsourcing.persistence import (
     IntegrityError,
     InterfaceError,
@@ -39,6 +41,7 @@ from psycopg.sql import SQL, Identifier
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from adapters.postgres.recorder import LockedInsertRecorder
+from application.loop_writes import StoreBusy
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +51,6 @@ ATTEMPTS = 10  # as the library's recorder: ten tries, 0.2 s apart, on a lost co
 WAIT = 0.2
 
 
-class StoreBusy(OperationalError):
-    """Every connection of the pool stayed busy for the pool's timeout: try again soon."""
-
-
 class AsyncRecorder:
     """`insert_events`, `select_events`, `select_notifications` and `max_notification_id`
     of the application recorder `recorder`, awaited on the loop."""
@@ -59,6 +58,9 @@ class AsyncRecorder:
     def __init__(self, pool: AsyncConnectionPool[Any], recorder: LockedInsertRecorder) -> None:
         self.pool = pool
         self.recorder = recorder
+        # Opened by the first statement, on the loop that sends it (once: a pool closed
+        # at shutdown stays closed).
+        self._opening: asyncio.Future[None] | None = None
         self._insert = recorder.insert_statement_bytes()
         self._selects: dict[tuple[bool, bool, bool, bool], bytes] = {}
         table = SQL("{schema}.{table}").format(
@@ -153,8 +155,15 @@ class AsyncRecorder:
                 await asyncio.sleep(WAIT)
         raise AssertionError("unreachable")
 
+    async def close(self) -> None:
+        await self.pool.close()
+
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[AsyncConnection[DictRow]]:
+        if self._opening is None:
+            self._opening = asyncio.ensure_future(self.pool.open())
+        if not self._opening.done():
+            await asyncio.shield(self._opening)
         try:
             async with self.pool.connection() as conn:
                 try:
@@ -165,6 +174,8 @@ class AsyncRecorder:
                     raise InterfaceError(str(e)) from e
                 except psycopg.OperationalError as e:
                     raise OperationalError(str(e)) from e
+        except psycopg_pool.PoolClosed as e:  # shutting down
+            raise OperationalError(str(e)) from e
         except PoolTimeout as e:
             raise StoreBusy(f"no database connection free within {self.pool.timeout:g} s") from e
         except psycopg.OperationalError as e:  # the pool could not connect

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from eventsourcing.persistence import Recording
+from eventsourcing.persistence import StoredEvent
 
 from tests.fakes.engine import Engine, make_engine, scripted
 
@@ -17,16 +17,21 @@ def call(name: str, tool_id: str, **args: object) -> dict[str, object]:
 
 
 def saves_of(engine: Engine) -> list[list[str]]:
-    """Watch every save of the session service: the kinds of the events each wrote."""
+    """Watch every insert into the session's store, from a thread or from the loop
+    (`LoopWrites`): the kinds of the events each wrote."""
     saves: list[list[str]] = []
-    save = engine.sessions.save
 
-    def watched(*objs: Any, **kwargs: Any) -> Sequence[Recording[Any]]:
-        recordings = save(*objs, **kwargs)
-        saves.append([type(r.domain_event).__name__ for r in recordings])
-        return recordings
+    def kinds(stored: Sequence[StoredEvent]) -> None:
+        saves.append([e.topic.rpartition(".")[2] for e in stored])
 
-    engine.sessions.save = watched  # type: ignore[method-assign,assignment]
+    recorder = engine.sessions.recorder
+    insert = recorder.insert_events
+
+    def watched(stored: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        kinds(stored)
+        return insert(stored, **kwargs)
+
+    recorder.insert_events = watched  # type: ignore[method-assign]
     return saves
 
 
