@@ -46,6 +46,7 @@ class Container:
     memories: Memories  # on the accounts' store and the memories read model
     memory_access: MemoryAccess
     erasure: Erasure  # of a user's personal data (crypto-shredding)
+    accounts_log: AsyncRecorder | None = None  # the accounts' log, read on the loop
 
     @property
     def recorder(self) -> PostgresApplicationRecorder:
@@ -67,7 +68,7 @@ class Container:
     async def close_loop_pool(self) -> None:
         """Close the loop's connections (`LoopWrites`), on the loop that used them."""
         if isinstance(self.sessions.loop_recorder, AsyncRecorder):
-            await self.sessions.loop_recorder.close()
+            await self.sessions.loop_recorder.close()  # the pool the accounts' log shares
 
     def close(self) -> None:
         self.bridge.close()

@@ -101,10 +101,12 @@ class RunState:
         self.version = tail[-1].originator_version if tail else version
 
     def _lend(self, session: S, tail: list[SessionEvent]) -> None:
-        """Have the run's writes start from `session`, brought up to the tail just read."""
+        """Have the run's writes start from `session`, brought up to the tail just read
+        (it may hold some of it already: the message written on it)."""
         try:
             for e in tail:
-                e.mutate(session)  # checks that each event is the next version
+                if e.originator_version > session.version:
+                    e.mutate(session)  # checks that each event is the next version
         except Exception:
             return  # not the fold's version after all: the first write reads the log
         self.sessions.lend(session)

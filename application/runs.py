@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from application import log_context
+from application.account_store import forget_head
 from application.bridge import SyncBridge
 from application.manual_tools import ManualOutcome, ManualTools
 from application.ports import RunDispatch, RunLocks
@@ -71,13 +72,20 @@ class RunScheduler:
     ) -> Receipt:
         """Append the message, request a run and start it (one command, then a task)."""
         run_id = uuid.uuid4()
-        receipt = await self.bridge(
-            self.sessions.submit_message,
-            session_id, text, run_id, attachments=attachments, idempotency_key=idempotency_key,
-            files=files, requested_by=requested_by, api_key_id=api_key_id,
-        )  # fmt: skip
-        if self.dispatch is None:  # driven here: its start need not read these back
-            self.runner.warm.written(session_id, receipt.events)
+        # Driven here: written on the aggregate the session's last run left (no read of
+        # the log, from the loop when it can: `LoopWrites`), which the run then takes.
+        warm = self.runner.warm if self.dispatch is None else None
+        session = warm.lend_session(session_id) if warm is not None else None
+        with self.sessions.lending(session) if session else contextlib.nullcontext() as loan:
+            receipt = await self.sessions.change_on_loop(
+                self.bridge, self.sessions.submit_message,
+                session_id, text, run_id, attachments=attachments,
+                idempotency_key=idempotency_key, files=files, requested_by=requested_by,
+                api_key_id=api_key_id,
+            )  # fmt: skip
+        if warm is not None:  # its start need not read these back
+            kept = session if loan is not None and loan.saved else None
+            warm.written(session_id, receipt.events, kept)
         await self._start(session_id, run_id, receipt.version)
         return receipt
 
@@ -190,6 +198,7 @@ class RunScheduler:
             del self._tasks[session_id]
 
     async def _drive(self, session_id: UUID, run_id: UUID, recovering: bool) -> RunEnd:
+        forget_head()  # a run outlives the request that started it: no reads as of its head
         with log_context.bound(session_id=session_id, run_id=run_id):
             return await self._lock_and_run(session_id, run_id, recovering)
 

@@ -58,6 +58,25 @@ class _Hold:
 _HOLD: ContextVar[_Hold | None] = ContextVar("tokendance_run_hold", default=None)
 
 
+@dataclass
+class Lent:
+    """A session lent to the next command on it outside a run (`SessionService.lending`)."""
+
+    session: AgentSession | None
+    saved: bool = False  # the command's write landed on it: it is the session as stored
+    _taken: AgentSession | None = None
+
+    def take(self, session_id: UUID) -> AgentSession | None:
+        session = self.session
+        if session is None or session.id != session_id:
+            return None
+        self.session, self._taken = None, session
+        return session
+
+
+_LENT: ContextVar[Lent | None] = ContextVar("tokendance_lent_session", default=None)
+
+
 class SessionService(RunCommands, LoopWrites, SealsPersonalData):
     """The agent sessions application (the write side): a session's own commands here,
     those its runs write in `RunCommands`, written from the loop by `LoopWrites`."""
@@ -218,6 +237,18 @@ class SessionService(RunCommands, LoopWrites, SealsPersonalData):
         if hold is not None and hold.session_id == session.id:
             hold.lent = session
 
+    @contextmanager
+    def lending(self, session: AgentSession) -> Iterator[Lent]:
+        """The next command on the session in this block writes on `session` (which the
+        caller no longer touches) instead of reading the log: the session's next message,
+        on the aggregate its last run left. `saved` says whether it did."""
+        lent = Lent(session)
+        token = _LENT.set(lent)
+        try:
+            yield lent
+        finally:
+            _LENT.reset(token)
+
     def take_back(self, session_id: UUID) -> AgentSession | None:
         """The session as the run this task drives last wrote it, if it was lent one."""
         hold = _HOLD.get()
@@ -232,7 +263,8 @@ class SessionService(RunCommands, LoopWrites, SealsPersonalData):
         hold = _HOLD.get()
         if hold is not None and hold.session_id != session_id:
             hold = None  # the run's task writing to another session: not fenced by this run
-        lent = hold.take() if hold is not None else None
+        loan = _LENT.get() if hold is None else None
+        lent = hold.take() if hold is not None else loan.take(session_id) if loan else None
         if lent is not None:
             # What the run last wrote, which another writer may have passed since: what
             # it refuses, or a write another writer's version beats, is judged again on
@@ -303,6 +335,9 @@ class SessionService(RunCommands, LoopWrites, SealsPersonalData):
             if hold.worker is None:
                 hold.worker = session.run_worker
             hold.lent = session
+        loan = _LENT.get()
+        if loan is not None and loan._taken is session:  # noqa: SLF001 - this module's
+            loan.saved = True
         written = tuple(as_session_event(e) for e in events)
         return Receipt(session.id, session.version, last_id, written)
 

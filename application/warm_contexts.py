@@ -34,7 +34,9 @@ class Warm:
     snapshot_at: int  # the version of the newest stored snapshot the run knew of
     ledger: Ledger
     context: FoldedContext
-    session: AgentSession | None = None  # the aggregate at `version`, for the next writes
+    # The aggregate at `version` (or at the last of `after`, once the events written after
+    # it were written on it), for the next writes.
+    session: AgentSession | None = None
     # Events this process wrote right after `version` (`WarmContexts.written`), in order.
     after: tuple[SessionEvent, ...] = ()
     stored: Stored = field(default_factory=Stored)  # what the stored snapshots hold
@@ -62,16 +64,35 @@ class WarmContexts:
             self.tokens -= warm.tokens
         return warm
 
-    def written(self, session_id: UUID, events: Sequence[SessionEvent]) -> None:
+    def lend_session(self, session_id: UUID) -> AgentSession | None:
+        """The session's aggregate as its last run here left it, for the next command on
+        it (`SessionService.lending`), which the caller gives back with `written`."""
+        warm = self._kept.get(session_id)
+        if warm is None or warm.session is None or warm.after:
+            return None
+        self._kept[session_id] = replace(warm, session=None)
+        return warm.session
+
+    def written(
+        self,
+        session_id: UUID,
+        events: Sequence[SessionEvent],
+        session: AgentSession | None = None,
+    ) -> None:
         """Events this process just wrote to the session (a user's message and its run
         request): kept with its fold when they follow it with no gap, so the next run
-        starts from them instead of reading them back. Events written after them by
-        anyone are the run's to find: its first write says where the log is."""
+        starts from them instead of reading them back; `session`, the aggregate they were
+        written on, is kept for its writes. Events written after them by anyone are the
+        run's to find: its first write says where the log is."""
         warm = self._kept.get(session_id)
         if warm is None or not events:
             return
         if events[0].originator_version == warm.version + len(warm.after) + 1:
-            self._kept[session_id] = replace(warm, after=(*warm.after, *events))
+            last = events[-1].originator_version
+            on = session if session is not None and session.version == last else None
+            self._kept[session_id] = replace(
+                warm, after=(*warm.after, *events), session=on or warm.session
+            )
 
     def keep(self, session_id: UUID, warm: Warm) -> None:
         kept = self._kept.get(session_id)

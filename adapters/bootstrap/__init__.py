@@ -58,6 +58,7 @@ from adapters.slides.office import Office
 from adapters.slides.previews import SlidePreviews
 from adapters.slides.renderer import PptxRenderer
 from adapters.system import Engine, System
+from application.account_store import as_of
 from application.accounts import AccountService
 from application.auto_memory import AutoMemory
 from application.bridge import SyncBridge
@@ -167,7 +168,14 @@ def mcp_connections(settings: Settings, container: Container) -> McpConnections:
     given = operator_servers(settings.mcp_servers_file)
 
     async def servers_of(workspace_id: UUID) -> list[McpServerConfig]:
-        own = await container.bridge(container.accounts.workspace_mcp_servers, workspace_id)
+        # As of the accounts log's head: while it has not moved, no read of the store
+        # (a workspace without servers of its own was two reads at every run's start).
+        servers, log = container.accounts.workspace_mcp_servers, container.accounts_log
+        if log is None:
+            own = await container.bridge(servers, workspace_id)
+        else:
+            with as_of(await log.max_notification_id() or 0):
+                own = await container.bridge(servers, workspace_id)
         names = {s.name for s in given}
         return [*given, *(s for s in own if s.name not in names)]
 
@@ -330,7 +338,9 @@ def _open_store(
         [f"{app.name}_snapshots" for app in (sessions, accounts)],
     )
     erasure = Erasure(accounts, sessions, personal_keys, copies, blobs, bridge)
+    accounts_events = accounts.recorder
+    assert isinstance(accounts_events, LockedInsertRecorder)
     return Container(
         settings, database_url, nats_url, sessions, views, checkpoints, bridge, accounts, files,
-        memories, MemoryAccess(accounts), erasure,
+        memories, MemoryAccess(accounts), erasure, AsyncRecorder(pool, accounts_events),
     )  # fmt: skip

@@ -4,14 +4,17 @@ tenant's sessions and workspaces answer as if they did not exist."""
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from uuid import UUID
 
 from litestar import Request
 from litestar.datastructures import State
 
+from application.account_store import as_of
 from application.accounts import AccountService, Principal, WorkspaceInfo
 from application.bridge import SyncBridge
+from application.loop_writes import StoreBusy
 from application.sessions import SessionService
 from domain.account_errors import AuthError, WorkspaceNotFound
 from domain.errors import NotFound, SessionNotFound
@@ -30,6 +33,9 @@ class Access:
     sessions: SessionService
     accounts: AccountService
     bridge: SyncBridge
+    # The accounts log's head, read on the loop (`AsyncRecorder.max_notification_id`);
+    # without it, through the bridge.
+    read_head: Callable[[], Awaitable[int | None]] | None = None
     # A session's workspace never changes: kept once read, so checking who may see a
     # session does not load its aggregate (only the caller's role is read each time).
     _workspaces: dict[UUID, UUID] = field(default_factory=dict)
@@ -41,9 +47,21 @@ class Access:
         process: what the open streams look at before they check anything again."""
         now = time.monotonic()
         if now - self._head[0] >= HEAD_TTL:
-            head = await self.bridge(self.accounts.recorder.max_notification_id)
-            self._head[:] = [now, float(head or 0)]
+            self._head[:] = [now, float(await self.log_head())]
         return int(self._head[1])
+
+    async def log_head(self) -> int:
+        """The accounts log's head, read now: a request's checks read as of it
+        (`application.account_store.as_of`)."""
+        head: int | None = None
+        if self.read_head is not None:
+            try:
+                head = await self.read_head()
+            except StoreBusy:  # the loop's pool is busy (nothing sent): the store's own
+                head = await self.bridge(self.accounts.recorder.max_notification_id)
+        else:
+            head = await self.bridge(self.accounts.recorder.max_notification_id)
+        return head or 0
 
     async def authenticate(self, access_token: str) -> Principal:
         return await self.bridge(self.accounts.authenticate, access_token)
@@ -92,12 +110,13 @@ class Access:
             role = await self.bridge(self.accounts.authorize, principal, session.workspace_id)
             require(role, "approve_others", "answering another member's run")
 
-    async def still_sees(self, principal: Principal, session_id: UUID) -> bool:
+    async def still_sees(self, principal: Principal, session_id: UUID, head: int) -> bool:
         """Whether the caller's login or key is still live and may still see the session
-        (asked again and again while its stream is open)."""
+        as of the accounts log's `head` (asked again and again while its stream is open)."""
         try:
-            await self.bridge(self.accounts.check_live, principal)
-            await self.session_workspace(principal, session_id)
+            with as_of(head):
+                await self.bridge(self.accounts.check_live, principal)
+                await self.session_workspace(principal, session_id)
         except (NotFound, AuthError):
             return False
         return True

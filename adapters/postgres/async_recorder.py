@@ -183,11 +183,12 @@ class AsyncRecorder:
 
 
 def async_pool(conninfo: str, *, size: int, timeout: float, name: str) -> AsyncConnectionPool[Any]:
-    """An autocommit pool of `size` connections (each statement its own transaction, as
-    the library's recorder has them), not yet opened: `await pool.open()` on the loop."""
+    """An autocommit pool of at most `size` connections (each statement its own
+    transaction, as the library's recorder has them), not yet opened: `AsyncRecorder`
+    opens it on the loop of its first statement."""
     return AsyncConnectionPool(
         conninfo,
-        min_size=size,
+        min_size=1,  # grows to `size` under load: every role's process has one
         max_size=size,
         timeout=timeout,
         name=name,

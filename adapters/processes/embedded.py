@@ -31,6 +31,10 @@ __all__ += ["LeaseHeld", "nats_server_binary", "stop_postgres"]
 log = logging.getLogger(__name__)
 
 DATABASE = "tokendance"
+# Every role's process keeps pools of its own (the store's, the loop's, the read models',
+# the API role's): a split layout on one embedded Postgres (two APIs, two workers, the
+# relay and the projections) passes Postgres's default of 100.
+MAX_CONNECTIONS = 300
 # Seconds a new owner waits for a departing one (or its watchdog) to let go.
 LEASE_WAIT = 60.0
 
@@ -87,9 +91,27 @@ class EmbeddedPostgres:
         server = pgserver.get_server(self.pgdata, cleanup_mode=None)
         self.owned = own
         admin_url = server.get_uri()
+        if own:
+            self._allow_connections(admin_url)
         self.url = admin_url.replace("/postgres?", f"/{DATABASE}?")
         self._prepare_database(admin_url)
         return self.url
+
+    def _allow_connections(self, admin_url: str) -> None:
+        """`MAX_CONNECTIONS`, set once in the data directory (a restart, the first time)."""
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            row = conn.execute("SHOW max_connections").fetchone()
+            if row is not None and int(row[0]) >= MAX_CONNECTIONS:
+                return
+            conn.execute(f"ALTER SYSTEM SET max_connections = {MAX_CONNECTIONS}")
+        from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
+
+        log.info("embedded Postgres: max_connections %d (restarting it once)", MAX_CONNECTIONS)
+        log_file = str(self.pgdata / "log")  # where pgserver has it write
+        pg_ctl(
+            ["-w", "-m", "fast", "-l", log_file, "restart"],
+            pgdata=self.pgdata, user=_pgserver_user(), timeout=60,
+        )  # fmt: skip
 
     def _prepare_database(self, admin_url: str) -> None:
         with psycopg.connect(admin_url, autocommit=True) as conn:

@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from adapters.processes.embedded import EmbeddedServers
+from adapters.processes.embedded import MAX_CONNECTIONS, EmbeddedServers
 from tests.waiting import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -76,3 +76,15 @@ def test_a_second_process_reuses_running_servers_without_owning_them(data_root: 
         second.stop()  # must not stop what the first one runs
         with psycopg.connect(first.database_url or "") as conn:
             assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_the_embedded_postgres_takes_the_connections_of_a_split_layout(
+    servers: tuple[str, str],
+) -> None:
+    """Every role's process keeps pools of its own: Postgres's default of 100 connections
+    is too few for two APIs, two workers, the relay and the projections."""
+    if os.environ.get("TOKENDANCE_TEST_DATABASE_URL"):
+        pytest.skip("the tests run on a Postgres given by URL")
+    with psycopg.connect(servers[0]) as conn:
+        row = conn.execute("SHOW max_connections").fetchone()
+    assert row is not None and int(row[0]) >= MAX_CONNECTIONS == 300

@@ -18,6 +18,7 @@ from typing import TypeVar
 from uuid import UUID
 
 from adapters.http.access import Access
+from application.account_store import read_as_of
 from application.tokens import Principal
 
 T = TypeVar("T")
@@ -26,17 +27,19 @@ RECHECK = 2.0  # seconds between checks: with the head read each second, ends wi
 
 
 def permit(access: Access, principal: Principal, session_id: UUID) -> Allowed:
-    """Whether `principal` may still see the session (for `while_allowed`)."""
-    seen = -1  # the accounts head at the last full check
+    """Whether `principal` may still see the session (for `while_allowed`); the request
+    that opens the stream has checked it as of the head it read (if it read one)."""
+    checked = read_as_of()
+    seen = -1 if checked is None else checked  # the accounts head at the last full check
 
     async def allowed() -> bool:
         nonlocal seen
         if principal.api_key_id is not None and principal.expires_at <= time.time():
             return False  # a key's expiry is no event: its time is its own
         head = await access.accounts_head()
-        if head == seen:
+        if head <= seen:  # nothing written since (the process's head may be older)
             return True
-        if not await access.still_sees(principal, session_id):
+        if not await access.still_sees(principal, session_id, head):
             return False
         seen = head
         return True
