@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass, field
-from threading import Lock
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, ProcessingEvent
@@ -18,68 +14,19 @@ from application.loop_writes import LoopWrites, NeedsThread, Staged, staged, sta
 from application.receipt import Receipt
 from application.run_commands import RunCommands
 from application.sealing_mapper import SealsPersonalData
+from application.session_loans import RunHold, SessionLoans, held_run, note_saved, take_loan
 from application.transcodings import register_value_objects
-from domain.errors import ClaimLost, Conflict, SessionNotFound
+from domain.errors import Conflict, SessionNotFound
 from domain.events import SessionEvent, as_session_event
 from domain.fork import fork
 from domain.session import AgentSession
 from domain.values import AttachedFile, SessionSettings
 
 
-@dataclass
-class _Hold:
-    """A run this process drives, and who holds it (see `SessionService.hold`)."""
-
-    session_id: UUID
-    run_id: UUID
-    worker: str | None
-    # The session as the run's last write left it (or as `lend` gave it), which its next
-    # write starts from instead of reading the log; one write at a time takes it.
-    lent: AgentSession | None = None
-    _lock: Lock = field(default_factory=Lock)
-
-    def take(self) -> AgentSession | None:
-        with self._lock:
-            lent, self.lent = self.lent, None
-        return lent
-
-    def check(self, session: AgentSession) -> None:
-        if session.active_run != self.run_id:
-            raise ClaimLost(f"run {self.run_id} of session {session.id} is no longer active")
-        if session.run_worker not in (None, self.worker) and self.worker is not None:
-            raise ClaimLost(
-                f"run {self.run_id} of session {session.id} was claimed by "
-                f"{session.run_worker}, not {self.worker}"
-            )
-
-
-# The run whose task this is, if any: set by `SessionService.hold` in the task that drives
-# the run, and seen by what that task calls (`SyncBridge` carries it into the thread).
-_HOLD: ContextVar[_Hold | None] = ContextVar("tokendance_run_hold", default=None)
-
-
-@dataclass
-class Lent:
-    """A session lent to the next command on it outside a run (`SessionService.lending`)."""
-
-    session: AgentSession | None
-    saved: bool = False  # the command's write landed on it: it is the session as stored
-    _taken: AgentSession | None = None
-
-    def take(self, session_id: UUID) -> AgentSession | None:
-        session = self.session
-        if session is None or session.id != session_id:
-            return None
-        self.session, self._taken = None, session
-        return session
-
-
-_LENT: ContextVar[Lent | None] = ContextVar("tokendance_lent_session", default=None)
-
-
-class SessionService(RunCommands, LoopWrites, SealsPersonalData):
+class SessionService(RunCommands, SessionLoans, LoopWrites, SealsPersonalData):
     """The agent sessions application (the write side): a session's own commands here,
-    those its runs write in `RunCommands`, written from the loop by `LoopWrites`."""
+    those its runs write in `RunCommands`, on sessions lent by `SessionLoans`, written
+    from the loop by `LoopWrites`."""
 
     name = "tokendance"
     snapshotting_intervals = {AgentSession: 200}
@@ -214,57 +161,14 @@ class SessionService(RunCommands, LoopWrites, SealsPersonalData):
 
     # -- plumbing ---------------------------------------------------------------
 
-    @contextmanager
-    def hold(self, session_id: UUID, run_id: UUID, worker: str | None = None) -> Iterator[None]:
-        """While the calling task drives `run_id`, refuse the writes it makes to the
-        session (itself, or through what it calls: tasks it starts, the bridge's threads)
-        once the run has ended or another worker has claimed it (`ClaimLost`). Other
-        commands this process handles meanwhile are the aggregate's alone to judge.
-
-        `worker` is who holds the run; unknown (a run started or resumed in this
-        process), it is the run's worker at this process's first write.
-        """
-        token = _HOLD.set(_Hold(session_id, run_id, worker))
-        try:
-            yield
-        finally:
-            _HOLD.reset(token)
-
-    def lend(self, session: AgentSession) -> None:
-        """Let the run this task drives write on `session`, which the caller no longer
-        touches, instead of reading the log at its next write (see `_change`)."""
-        hold = _HOLD.get()
-        if hold is not None and hold.session_id == session.id:
-            hold.lent = session
-
-    @contextmanager
-    def lending(self, session: AgentSession) -> Iterator[Lent]:
-        """The next command on the session in this block writes on `session` (which the
-        caller no longer touches) instead of reading the log: the session's next message,
-        on the aggregate its last run left. `saved` says whether it did."""
-        lent = Lent(session)
-        token = _LENT.set(lent)
-        try:
-            yield lent
-        finally:
-            _LENT.reset(token)
-
-    def take_back(self, session_id: UUID) -> AgentSession | None:
-        """The session as the run this task drives last wrote it, if it was lent one."""
-        hold = _HOLD.get()
-        return hold.take() if hold is not None and hold.session_id == session_id else None
-
     def _change(
         self,
         session_id: UUID,
         command: Callable[[AgentSession], None],
         expected_version: int | None = None,
     ) -> Receipt:
-        hold = _HOLD.get()
-        if hold is not None and hold.session_id != session_id:
-            hold = None  # the run's task writing to another session: not fenced by this run
-        loan = _LENT.get() if hold is None else None
-        lent = hold.take() if hold is not None else loan.take(session_id) if loan else None
+        hold = held_run(session_id)
+        lent = hold.take() if hold is not None else take_loan(session_id)
         if lent is not None:
             # What the run last wrote, which another writer may have passed since: what
             # it refuses, or a write another writer's version beats, is judged again on
@@ -289,7 +193,7 @@ class SessionService(RunCommands, LoopWrites, SealsPersonalData):
         session: AgentSession,
         command: Callable[[AgentSession], None],
         expected_version: int | None,
-        hold: _Hold | None,
+        hold: RunHold | None,
     ) -> None:
         if expected_version is not None and session.version != expected_version:
             raise Conflict(
@@ -301,7 +205,7 @@ class SessionService(RunCommands, LoopWrites, SealsPersonalData):
             hold.check(session)
         command(session)
 
-    def _save(self, session: AgentSession, hold: _Hold | None = None) -> Receipt:
+    def _save(self, session: AgentSession, hold: RunHold | None = None) -> Receipt:
         stage = staging()
         if stage is not None:
             self._stage(stage, session, hold)
@@ -314,7 +218,7 @@ class SessionService(RunCommands, LoopWrites, SealsPersonalData):
         events = [r.domain_event for r in recordings]
         return self._saved(session, hold, events, recordings[-1].notification.id)
 
-    def _stage(self, stage: Staged, session: AgentSession, hold: _Hold | None) -> None:
+    def _stage(self, stage: Staged, session: AgentSession, hold: RunHold | None) -> None:
         """Map the session's new events for the loop to store (`LoopWrites`), and end the
         command; `NeedsThread` if mapping one would read a key from the database."""
         processing: ProcessingEvent[UUID] = ProcessingEvent()
@@ -328,16 +232,10 @@ class SessionService(RunCommands, LoopWrites, SealsPersonalData):
         staged(stage)
 
     def _saved(
-        self, session: AgentSession, hold: _Hold | None, events: Sequence[object], last_id: int
+        self, session: AgentSession, hold: RunHold | None, events: Sequence[object], last_id: int
     ) -> Receipt:
         """The receipt of a save stored (the run's hold keeps the session for its next)."""
-        if hold is not None:
-            if hold.worker is None:
-                hold.worker = session.run_worker
-            hold.lent = session
-        loan = _LENT.get()
-        if loan is not None and loan._taken is session:  # noqa: SLF001 - this module's
-            loan.saved = True
+        note_saved(session, hold)
         written = tuple(as_session_event(e) for e in events)
         return Receipt(session.id, session.version, last_id, written)
 

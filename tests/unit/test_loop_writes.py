@@ -5,6 +5,8 @@ the outcome is the thread path's in every case."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
@@ -16,6 +18,7 @@ from application.loop_writes import StoreBusy
 from application.sessions import SessionService
 from domain.errors import DomainError
 from domain.values import PlanItem
+from tests.fakes.engine import make_engine, scripted
 
 
 @pytest.fixture
@@ -165,3 +168,36 @@ class Keys:
 
     def open(self, sealed: str, where: str) -> str:
         return sealed.rpartition(":")[2][::-1]
+
+
+async def test_the_next_message_and_its_run_read_nothing_back_from_the_log(
+    tmp_path: Path,
+) -> None:
+    """The message is written on the aggregate the session's last run left here, and the
+    run writes on it: the second exchange reads no event back, and every write of it
+    goes from the loop."""
+    engine = make_engine(scripted({"text": "One."}, {"text": "Two."}), tmp_path)
+    sessions = engine.sessions
+    sid = await engine.new_session()
+    await engine.scheduler.send_message(sid, "first")
+    assert await engine.scheduler.wait(sid) == "completed"
+    reads: list[UUID] = []
+    recorder = sessions.recorder
+    select = recorder.select_events
+
+    def watched(originator_id: UUID, **kwargs: Any) -> Sequence[StoredEvent]:  # noqa: ANN401
+        reads.append(originator_id)
+        return select(originator_id, **kwargs)
+
+    recorder.select_events = watched  # type: ignore[method-assign]
+    loop = Watched(sessions)
+    sessions.loop_recorder = loop
+    await engine.scheduler.send_message(sid, "second")
+    assert await engine.scheduler.wait(sid) == "completed"
+    assert reads == []
+    assert loop.inserts == 3  # the message, the run's start, its turn with its end
+    kinds = [type(e).__name__ for e in sessions.session_events(sid)]
+    assert kinds[-5:] == [
+        "UserMessageAppended", "RunRequested", "RunStarted", "AssistantTurnRecorded",
+        "RunCompleted",
+    ]  # fmt: skip
