@@ -13,6 +13,7 @@ import pytest
 from eventsourcing.postgres import PostgresDatastore, PostgresFactory
 
 from adapters.container import Container
+from adapters.http.middleware.limit_counters import admit_in_two_steps
 from adapters.http.middleware.limits import RateLimits
 from adapters.postgres.limit_counters import PostgresCounters
 from tests.e2e.client import free_port
@@ -232,3 +233,29 @@ async def test_without_postgres_the_limits_let_requests_through_and_say_so(
         await limits.leave("user:1")
     assert limits.streams.total == 0
     assert any("not counted" in r.getMessage() for r in caplog.records), caplog.text
+
+
+def test_a_stream_request_takes_its_slot_and_is_counted_in_one_step_as_in_two(
+    pair: tuple[PostgresCounters, PostgresCounters], clock: Clock
+) -> None:
+    """`admit_stream` (one statement) gives what a slot opened, then the request counted,
+    gives: the same refusals, nothing kept by a refusal, the same retry time."""
+    a, b = pair
+    one, two = a.admit_stream, functools.partial(admit_in_two_steps, b)
+    for admit, caller in ((one, "user:1"), (two, "user:2")):
+        first, over = admit(caller, requests=3, streams=2)
+        assert first and over is None
+        second, _ = admit(caller, requests=3, streams=2)
+        assert second and second != first
+        assert admit(caller, requests=3, streams=2) == (None, None)  # no slot free
+        b.close_stream(first)
+        third, _ = admit(caller, requests=3, streams=2)  # the refusal counted nothing
+        assert third
+        b.close_stream(third)
+        slot, over = admit(caller, requests=3, streams=2)  # a fourth request this minute
+        assert slot is None and over is not None and over.limit == "requests"
+        assert over.retry_after == pytest.approx(40.0)
+        assert b.open_stream(caller, 2) is not None, "the refused request kept no slot"
+    clock.now += 80  # two windows on
+    slot, over = a.admit_stream("user:1", requests=3, streams=3)
+    assert slot and over is None

@@ -90,6 +90,11 @@ class Over:
     retry_after: float
 
 
+# A stream request's outcome: (its slot, None) admitted; (None, None) no slot free;
+# (None, Over) no room for the request (no slot kept).
+StreamAdmission = tuple[str | None, Over | None]
+
+
 class CountersUnavailable(Exception):
     """The counters could not be reached (the limits then fail open)."""
 
@@ -108,6 +113,10 @@ class Counters(Protocol):
         """A stream slot of `key`'s, or None when `limit` are open."""
 
     def close_stream(self, slot: str) -> None: ...
+
+    def admit_stream(self, key: str, *, requests: int, streams: int) -> StreamAdmission:
+        """`open_stream`, then `hit` (the slot given back if the request is over): one
+        step where the counters can make it one."""
 
     def refresh(self, slots: Collection[str]) -> None:
         """Extend the leases of these open slots (this process's)."""
@@ -148,6 +157,9 @@ class InMemoryCounters:
         key, limit = self._open.pop(slot)
         self._slots[limit].release(key)
 
+    def admit_stream(self, key: str, *, requests: int, streams: int) -> StreamAdmission:
+        return admit_in_two_steps(self, key, requests=requests, streams=streams)
+
     def refresh(self, slots: Collection[str]) -> None:
         """Nothing to do: a slot here lasts until closed."""
 
@@ -156,6 +168,20 @@ class InMemoryCounters:
         if key not in self._windows:
             self._windows[key] = SlidingWindow(limit, clock=self._clock)
         return self._windows[key]
+
+
+def admit_in_two_steps(
+    counters: Counters, key: str, *, requests: int, streams: int
+) -> StreamAdmission:
+    """`Counters.admit_stream` as a slot taken, then the request counted."""
+    slot = counters.open_stream(key, streams)
+    if slot is None:
+        return None, None
+    over = counters.hit(key, requests=requests, uploads=None)
+    if over is not None:
+        counters.close_stream(slot)
+        return None, over
+    return slot, None
 
 
 def check_limit(limit: int) -> None:

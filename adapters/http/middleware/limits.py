@@ -144,6 +144,17 @@ class RateLimits:
         """Count the request, or say why not; an admitted stream holds a slot until
         `release_stream`. Nothing is counted for a refused request."""
         slot = None
+        if stream and not upload:  # a slot and the request counted in one step
+            slot, over = self._shared(
+                (UNCOUNTED, None), self.counters.admit_stream, key,
+                requests=self.requests_per_minute, streams=self.streams_per_user,
+            )  # fmt: skip
+            if over is not None:
+                return self._refuse(Refusal(over.limit, max(1, math.ceil(over.retry_after))))
+            if slot is None:
+                return self._refuse(Refusal("streams", STREAM_RETRY_AFTER))
+            self.streams.add(key, slot)
+            return None
         if stream:
             slot = self._shared(UNCOUNTED, self.counters.open_stream, key, self.streams_per_user)
             if slot is None:
