@@ -6,15 +6,17 @@ aggregate up to date with a read of the log, one statement each: five for a chat
 read the log's head first (`as_of`), an aggregate already brought up to date at that
 same head is taken as it is: notification ids follow commit order (the insert holds the
 table lock), so an unchanged head means nothing was written since, in any process. A
-save in the check forgets the head: what it reads next is read from the log.
+save in the check forgets the head: what it reads next is read from the log. A head is
+used for a second at most (a run the request started reads as of it at its start).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -31,12 +33,17 @@ A = TypeVar("A", bound=Aggregate)
 FRESH_MAXSIZE = 10_000  # aggregates remembered with the head they were brought up to
 
 
+AS_OF_TTL = 1.0  # seconds a head read is used for: a longer request, or the run it
+# started, reads the log again (so a run never works on accounts older than that)
+
+
 @dataclass
 class LogHead:
     """The accounts log's head as read at the start of a check; None once the check
     wrote to the log (shared by the threads the check's calls run on)."""
 
     id: int | None
+    read_at: float = field(default_factory=lambda: time.monotonic())
 
 
 _AS_OF: ContextVar[LogHead | None] = ContextVar("tokendance_accounts_as_of", default=None)
@@ -45,7 +52,9 @@ _AS_OF: ContextVar[LogHead | None] = ContextVar("tokendance_accounts_as_of", def
 def read_as_of() -> int | None:
     """The head the current check reads at, if any (and it has written nothing)."""
     at = _AS_OF.get()
-    return None if at is None else at.id
+    if at is None or time.monotonic() - at.read_at > AS_OF_TTL:
+        return None
+    return at.id
 
 
 @contextmanager
@@ -57,12 +66,6 @@ def as_of(head: int) -> Iterator[None]:
         yield
     finally:
         _AS_OF.reset(token)
-
-
-def forget_head() -> None:
-    """Reads in the current context (a task started by a request, which outlives it)
-    bring each aggregate up to date again."""
-    _AS_OF.set(None)
 
 
 def set_as_of(head: int) -> None:

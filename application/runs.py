@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from application import log_context
-from application.account_store import forget_head
 from application.bridge import SyncBridge
 from application.manual_tools import ManualOutcome, ManualTools
 from application.ports import RunDispatch, RunLocks
@@ -198,7 +197,6 @@ class RunScheduler:
             del self._tasks[session_id]
 
     async def _drive(self, session_id: UUID, run_id: UUID, recovering: bool) -> RunEnd:
-        forget_head()  # a run outlives the request that started it: no reads as of its head
         with log_context.bound(session_id=session_id, run_id=run_id):
             return await self._lock_and_run(session_id, run_id, recovering)
 

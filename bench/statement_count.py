@@ -49,6 +49,9 @@ SESSION_ID = re.compile(r"\$1 = '\{?([0-9a-f-]{36})")
 # (part, statement pattern, parameters pattern), first match wins.
 RULES: tuple[tuple[str, str, str], ...] = (
     ("request", r"rate_limit", ""),
+    # The accounts log's head: a request's authentication, a run's MCP servers, and the
+    # open streams' check once a second (all counted on the hot path).
+    ("accounts head", r"^SELECT MAX\(notification_id\) AS max FROM \S+\.\"accounts_events\"$", ""),
     ("request", r"append_\w+_events", r"UserMessageAppended"),
     ("run", r"append_\w+_events", ""),
     ("run", r"advisory_(try_|un)?lock", r"'run:"),
@@ -68,7 +71,15 @@ RULES: tuple[tuple[str, str, str], ...] = (
 # (the request) or from then to the end of its run (the run, or the request's stream).
 BEFORE, DURING = "session read, before store", "session read, in run"
 GROUPS = {
-    "hot path": ("request", "accounts catch-up", "accounts load", BEFORE, DURING, "run"),
+    "hot path": (
+        "request",
+        "accounts head",
+        "accounts catch-up",
+        "accounts load",
+        BEFORE,
+        DURING,
+        "run",
+    ),
     "background": ("projections", "relay", "store tail", "memory keeper", "listen"),
     "unclassified": ("other",),
 }

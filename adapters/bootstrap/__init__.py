@@ -58,7 +58,7 @@ from adapters.slides.office import Office
 from adapters.slides.previews import SlidePreviews
 from adapters.slides.renderer import PptxRenderer
 from adapters.system import Engine, System
-from application.account_store import as_of
+from application.account_store import as_of, read_as_of
 from application.accounts import AccountService
 from application.auto_memory import AutoMemory
 from application.bridge import SyncBridge
@@ -171,7 +171,7 @@ def mcp_connections(settings: Settings, container: Container) -> McpConnections:
         # As of the accounts log's head: while it has not moved, no read of the store
         # (a workspace without servers of its own was two reads at every run's start).
         servers, log = container.accounts.workspace_mcp_servers, container.accounts_log
-        if log is None:
+        if log is None or read_as_of() is not None:  # a run started by a request: its head
             own = await container.bridge(servers, workspace_id)
         else:
             with as_of(await log.max_notification_id() or 0):

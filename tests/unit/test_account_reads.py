@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from application import account_store
 from application.account_store import as_of
 from application.accounts import AccountService
 from domain.account_errors import WorkspaceNotFound
@@ -68,3 +69,21 @@ def test_a_write_within_the_check_is_read_back_by_it() -> None:
         app.remove_team_member(ada.user_id, team.team_id, bob.user_id)
         with pytest.raises(WorkspaceNotFound):
             app.authorize(bob.user_id, workspace.workspace_id)
+
+
+def test_a_head_is_used_for_a_second_at_most(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run started by a request reads as of the request's head at its start only."""
+    app = make_app()
+    _, bob, _, _, workspace = team_of_three(app)
+    reads = reads_of(app)
+    now = [1000.0]
+    monkeypatch.setattr(account_store.time, "monotonic", lambda: now[0])
+    with as_of(head(app)):
+        app.authorize(bob.user_id, workspace.workspace_id)
+        first = len(reads)
+        now[0] += 0.5
+        app.authorize(bob.user_id, workspace.workspace_id)
+        assert len(reads) == first
+        now[0] += 1.0
+        app.authorize(bob.user_id, workspace.workspace_id)
+        assert len(reads) > first, "read again once the head is older than a second"
