@@ -21,7 +21,7 @@ from typing import Protocol
 from uuid import UUID
 
 from eventsourcing.application import ProcessingEvent
-from eventsourcing.persistence import IntegrityError, OperationalError, StoredEvent
+from eventsourcing.persistence import IntegrityError, PersistenceError, StoredEvent
 
 from application.bridge import SyncBridge
 from application.receipt import Receipt
@@ -46,8 +46,11 @@ class AsyncEventRecorder(Protocol):
     ) -> list[StoredEvent]: ...
 
 
-class StoreBusy(OperationalError):
-    """No connection of the loop's pool came free in time: nothing was sent."""
+class StoreBusy(PersistenceError):
+    """No connection of a pool came free in time: nothing was sent. Not an
+    `OperationalError`, so the library's recorders do not retry it (ten waits for a pool
+    that stays busy): a request answers 503 with `Retry-After` at once, a run's write on
+    the loop goes through the store's threads."""
 
 
 class NeedsThread(Exception):  # noqa: N818 - a signal, not an error

@@ -26,6 +26,7 @@ from adapters.http.middleware import log_redaction
 from adapters.http.middleware.auth import PUBLIC, BearerTokenAuthentication
 from adapters.http.middleware.bodies import JsonRequest
 from adapters.http.middleware.cors import cors_config
+from adapters.http.middleware.fail_fast import FailFastMiddleware
 from adapters.http.middleware.idempotency import IdempotencyMiddleware
 from adapters.http.middleware.limits import RateLimitMiddleware, RateLimits
 from adapters.http.middleware.login_limits import LoginLimits
@@ -107,6 +108,7 @@ def create_app(
         dependencies={"api": Provide(_constant(api), sync_to_thread=False)},  # the only one
         # Outermost first: metrics see every answer; limits and idempotency know the user.
         middleware=[
+            FailFastMiddleware(),  # a busy pool: 503 at once (adapters/postgres/busy_store)
             *request_spans(system.telemetry),  # inside the request's span, outside the rest
             MetricsMiddleware(api.metrics),
             DefineMiddleware(BearerTokenAuthentication, exclude=PUBLIC),

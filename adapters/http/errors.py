@@ -16,6 +16,7 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from adapters.http.contract.path_params import unparsed
+from application.loop_writes import StoreBusy
 from domain.errors import (
     Conflict,
     DomainError,
@@ -160,6 +161,19 @@ def on_database_unavailable(
     )
 
 
+def on_store_busy(
+    request: Request[object, object, State], error: Exception
+) -> Response[dict[str, str]]:
+    # Every connection of a pool stayed in use for its timeout: nothing was written.
+    log.warning(
+        "no database connection free for %s %s: %s", request.method, request.url.path, error
+    )
+    return error_response(
+        503, "the server is busy: every database connection is in use; try again shortly",
+        "UNAVAILABLE", {"Retry-After": "1"},
+    )  # fmt: skip
+
+
 def on_unexpected(
     request: Request[object, object, State], error: Exception
 ) -> Response[dict[str, str]]:
@@ -172,6 +186,7 @@ EXCEPTION_HANDLERS = {
     ValidationException: on_validation_error,
     HTTPException: on_http_error,
     RecursionError: on_too_deep,  # msgspec on absurdly nested JSON
+    StoreBusy: on_store_busy,  # a pool with no free connection (adapters/postgres/busy_store)
     OperationalError: on_database_unavailable,  # eventsourcing's, after its retries
     InterfaceError: on_database_unavailable,
     psycopg.OperationalError: on_database_unavailable,  # the read models' own queries

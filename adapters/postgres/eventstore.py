@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from eventsourcing.postgres import PostgresDatastore
 from psycopg.conninfo import conninfo_to_dict
+
+from adapters.postgres.busy_store import BusyAwareDatastore
 
 
 def eventstore_env(database_url: str, *, pool_size: int, max_overflow: int) -> dict[str, str]:
@@ -16,7 +17,8 @@ def eventstore_env(database_url: str, *, pool_size: int, max_overflow: int) -> d
     """
     params = conninfo_to_dict(database_url)
     return {
-        "PERSISTENCE_MODULE": "eventsourcing.postgres",
+        # The library's Postgres factory, whose busy pool fails fast within a request.
+        "PERSISTENCE_MODULE": "adapters.postgres.busy_store:BusyAwareFactory",
         "POSTGRES_DBNAME": str(params.get("dbname") or "postgres"),
         "POSTGRES_HOST": str(params.get("host") or "localhost"),
         "POSTGRES_PORT": str(params.get("port") or "5432"),
@@ -42,10 +44,10 @@ def eventstore_env(database_url: str, *, pool_size: int, max_overflow: int) -> d
 
 def datastore_of(
     database_url: str, *, pool_size: int = 2, max_overflow: int = 10
-) -> PostgresDatastore:
+) -> BusyAwareDatastore:
     """A pooled datastore on `database_url`, for a tool's own tables (no event store)."""
     params = conninfo_to_dict(database_url)
-    return PostgresDatastore(
+    return BusyAwareDatastore(
         str(params.get("dbname") or "postgres"),
         str(params.get("host") or "localhost"),
         str(params.get("port") or "5432"),

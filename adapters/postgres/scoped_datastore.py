@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from uuid import UUID
 
 import psycopg
-from eventsourcing.postgres import PostgresDatastore
 from psycopg import Connection
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import DictRow
 
+from adapters.postgres.busy_store import BusyAwareDatastore
 from adapters.postgres.row_security import API_ROLE, ORGANIZATIONS, USER
 
 SET_CALLER = "SELECT set_config(%s, %s, false), set_config(%s, %s, false)"
@@ -53,7 +53,7 @@ def set_caller(who: Caller) -> Token[Caller]:
     return caller.set(who)
 
 
-class ScopedDatastore(PostgresDatastore):
+class ScopedDatastore(BusyAwareDatastore):
     """A pooled datastore whose every connection carries the current `caller`."""
 
     @contextmanager
