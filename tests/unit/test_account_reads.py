@@ -4,31 +4,15 @@ has not moved, and whatever was written after it, by anyone, is read."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 import pytest
 
 from application import account_store
 from application.account_store import as_of
 from application.accounts import AccountService
 from domain.account_errors import WorkspaceNotFound
+from tests.fakes.store_reads import reads_of
 from tests.unit.test_accounts import make_app
 from tests.unit.test_team_access import team_of_three
-
-
-def reads_of(app: AccountService) -> list[object]:
-    """Every read of an aggregate's events from the accounts' store."""
-    reads: list[object] = []
-    recorder = app.recorder
-    select = recorder.select_events
-
-    def watched(originator_id: Any, **kwargs: Any) -> Sequence[Any]:  # noqa: ANN401
-        reads.append(originator_id)
-        return select(originator_id, **kwargs)
-
-    recorder.select_events = watched  # type: ignore[method-assign]
-    return reads
 
 
 def head(app: AccountService) -> int:

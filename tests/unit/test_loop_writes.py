@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
@@ -19,6 +18,7 @@ from application.sessions import SessionService
 from domain.errors import DomainError
 from domain.values import PlanItem
 from tests.fakes.engine import make_engine, scripted
+from tests.fakes.store_reads import reads_of
 
 
 @pytest.fixture
@@ -181,15 +181,7 @@ async def test_the_next_message_and_its_run_read_nothing_back_from_the_log(
     sid = await engine.new_session()
     await engine.scheduler.send_message(sid, "first")
     assert await engine.scheduler.wait(sid) == "completed"
-    reads: list[UUID] = []
-    recorder = sessions.recorder
-    select = recorder.select_events
-
-    def watched(originator_id: UUID, **kwargs: Any) -> Sequence[StoredEvent]:  # noqa: ANN401
-        reads.append(originator_id)
-        return select(originator_id, **kwargs)
-
-    recorder.select_events = watched  # type: ignore[method-assign]
+    reads = reads_of(sessions)
     loop = Watched(sessions)
     sessions.loop_recorder = loop
     await engine.scheduler.send_message(sid, "second")
