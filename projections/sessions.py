@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import assert_never
 from uuid import UUID
@@ -11,10 +11,10 @@ from uuid import UUID
 from psycopg import Cursor
 from psycopg.rows import DictRow
 
-from domain.events import SessionEvent
+from domain.events import SessionEvent, as_session_event
 from domain.session import AgentSession as S
 from domain.session_decks import DeckLog as D
-from projections.view import SessionView
+from projections.view import Event, SessionView
 
 FAILED_TOOL_STATUSES = ("error", "interrupted")
 
@@ -78,26 +78,38 @@ class SessionsView(SessionView):
     )
     clear_statements = ("DELETE FROM sessions_view",)
 
-    def apply_session_event(self, curs: Cursor[DictRow], event: SessionEvent) -> None:
-        if isinstance(event, S.SessionStarted):
+    def apply_events(self, curs: Cursor[DictRow], events: Sequence[Event]) -> None:
+        """A batch: a session's row is inserted at its start and updated once, with what
+        all of its events in the batch change (the counts summed, the last status)."""
+        rows: dict[UUID, _Row] = {}
+        for event in map(as_session_event, events):
+            if isinstance(event, S.SessionStarted):
+                self._insert(curs, event)
+                continue
+            row = rows.setdefault(event.originator_id, _Row())
+            _fold(row, event)
+            row.version, row.at = event.originator_version, event.timestamp
+        for session_id, row in rows.items():
+            assignments, params = row.sql()
             curs.execute(
-                "INSERT INTO sessions_view (session_id, workspace_id, owner_id, title, "
-                "task_type, model, status, version, created_at, last_activity_at) "
-                "VALUES (%s, %s, %s, %s, %s, %s, 'created', %s, %s, %s)",
-                (
-                    event.originator_id, event.workspace_id, event.owner_id, event.title,
-                    event.task_type, event.model, event.originator_version,
-                    event.timestamp, event.timestamp,
-                ),
-            )  # fmt: skip
-            return
-        assignments, params = _changes(event)
-        prefix = f"{assignments}, " if assignments else ""
+                f"UPDATE sessions_view SET {assignments} WHERE session_id = %s",
+                (*params, session_id),
+            )
+
+    def apply_session_event(self, curs: Cursor[DictRow], event: SessionEvent) -> None:
+        self.apply_events(curs, [event])
+
+    def _insert(self, curs: Cursor[DictRow], event: S.SessionStarted) -> None:
         curs.execute(
-            f"UPDATE sessions_view SET {prefix}version = %s, "
-            "last_activity_at = %s WHERE session_id = %s",
-            (*params, event.originator_version, event.timestamp, event.originator_id),
-        )
+            "INSERT INTO sessions_view (session_id, workspace_id, owner_id, title, "
+            "task_type, model, status, version, created_at, last_activity_at) "
+            "VALUES (%s, %s, %s, %s, %s, %s, 'created', %s, %s, %s)",
+            (
+                event.originator_id, event.workspace_id, event.owner_id, event.title,
+                event.task_type, event.model, event.originator_version,
+                event.timestamp, event.timestamp,
+            ),
+        )  # fmt: skip
 
     # -- queries --------------------------------------------------------------
 
@@ -160,46 +172,79 @@ class SessionsView(SessionView):
             return list(conn.execute("SELECT * FROM sessions_view ORDER BY session_id").fetchall())
 
 
-Change = tuple[str, tuple[object, ...]]  # SQL assignments and their parameters
-NOTHING: Change = ("", ())
+@dataclass
+class _Row:
+    """What a batch's events change in one session's row, folded in their order."""
+
+    adds: dict[str, int] = field(default_factory=dict)  # column -> amount added
+    sets: dict[str, object] = field(default_factory=dict)  # column -> its new value
+    # A confirmation given while the status is not known here: running if it was waiting.
+    resume_if_waiting: bool = False
+    version: int = 0
+    at: datetime | None = None
+
+    def add(self, column: str, amount: int = 1) -> None:
+        self.adds[column] = self.adds.get(column, 0) + amount
+
+    def set(self, column: str, value: object) -> None:
+        self.sets[column] = value
+        if column == "status":
+            self.resume_if_waiting = False
+
+    def resume(self) -> None:
+        if "status" not in self.sets:
+            self.resume_if_waiting = True
+        elif self.sets["status"] == "waiting":
+            self.sets["status"] = "running"
+
+    def sql(self) -> tuple[str, tuple[object, ...]]:
+        """The UPDATE's assignments (column names from `_fold` alone) and parameters."""
+        parts = [f"{c} = {c} + %s" for c in self.adds]
+        parts += [f"{c} = %s" for c in self.sets]
+        if self.resume_if_waiting:
+            parts.append("status = CASE WHEN status = 'waiting' THEN 'running' ELSE status END")
+        parts += ["version = %s", "last_activity_at = %s"]
+        return ", ".join(parts), (*self.adds.values(), *self.sets.values(), self.version, self.at)
 
 
-def _changes(e: SessionEvent) -> Change:
-    """Column changes for one event, beyond version and last activity."""
+def _fold(row: _Row, e: SessionEvent) -> None:
+    """The event's change to its session's row, beyond version and last activity."""
     match e:
         case S.UserMessageAppended():
-            return "message_count = message_count + 1", ()
+            row.add("message_count")
         case S.AssistantTurnRecorded():
-            return (
-                "message_count = message_count + 1, input_tokens = input_tokens + %s, "
-                "output_tokens = output_tokens + %s, cache_read_tokens = cache_read_tokens + %s, "
-                "cache_write_tokens = cache_write_tokens + %s",
-                (e.input_tokens, e.output_tokens, e.cache_read_tokens, e.cache_write_tokens),
-            )
+            row.add("message_count")
+            row.add("input_tokens", e.input_tokens)
+            row.add("output_tokens", e.output_tokens)
+            row.add("cache_read_tokens", e.cache_read_tokens)
+            row.add("cache_write_tokens", e.cache_write_tokens)
         case S.ToolCallRequested():
-            return "tool_call_count = tool_call_count + 1", ()
+            row.add("tool_call_count")
         case S.ToolResultRecorded(status=status):
-            return "failure_count = failure_count + %s", (int(status in FAILED_TOOL_STATUSES),)
+            row.add("failure_count", int(status in FAILED_TOOL_STATUSES))
         case S.RunRequested(run_id=run_id):
-            return "active_run = %s", (run_id,)
+            row.set("active_run", run_id)
         case S.RunStarted():
-            return "status = 'running'", ()
+            row.set("status", "running")
         case S.ConfirmationRequested():
-            return "status = 'waiting'", ()
+            row.set("status", "waiting")
         case S.ConfirmationGiven():
-            return "status = CASE WHEN status = 'waiting' THEN 'running' ELSE status END", ()
+            row.resume()
         case S.RunCompleted():
-            return "status = 'completed', active_run = NULL", ()
+            row.set("status", "completed")
+            row.set("active_run", None)
         case S.RunFailed():
-            return "status = 'error', active_run = NULL", ()
+            row.set("status", "error")
+            row.set("active_run", None)
         case S.RunStopped():
-            return "status = 'stopped', active_run = NULL", ()
+            row.set("status", "stopped")
+            row.set("active_run", None)
         case S.SessionRenamed(title=title):
-            return "title = %s", (title,)
+            row.set("title", title)
         case S.SessionArchived():
-            return "archived = true", ()
+            row.set("archived", True)
         case S.SessionCompleted():
-            return "status = 'completed'", ()
+            row.set("status", "completed")
         case (
             S.SessionStarted() | S.PlanUpdated() | S.FindingRecorded() | S.ProgressNoted()
             | S.StrikeRecorded() | S.RebootRequested() | S.ContextCompacted()
@@ -208,6 +253,6 @@ def _changes(e: SessionEvent) -> Change:
             | S.ArtifactCreated() | D.DeckEvent()
             | S.ModelFallbackUsed() | S.McpToolsetChanged()
         ):  # fmt: skip
-            return NOTHING
+            pass
         case _:
             assert_never(e)

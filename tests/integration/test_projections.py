@@ -16,6 +16,7 @@ from adapters.nats.stream import EventStream
 from adapters.services import Services
 from adapters.system import System
 from domain.conversation import ModelTurn, TextBlock, Usage
+from domain.events import SessionEvent
 from projections.rebuild import rebuild
 from projections.runner import ProjectionRunner
 from projections.view import ProjectionError
@@ -172,3 +173,39 @@ async def test_consumers_left_by_runners_of_one_view_each_are_deleted_at_start(
             await system.services.stop()
     finally:
         await nc.close()
+
+
+def test_the_sessions_row_from_one_batch_is_the_row_from_one_event_at_a_time(
+    container: Container,
+) -> None:
+    """The sessions view writes a session's row once per batch, folding its events (the
+    counts summed, the last status); the row is the one that event after event gives,
+    with an approval asked and answered in the middle of the batch or across batches."""
+    app, view = container.sessions, container.views.sessions
+    sid = busy_session(container)
+    run = uuid4()
+    app.request_run(sid, run)
+    app.start_run(sid, run, "w")
+    app.request_tool_call(sid, "t3", "code_execute", {"code": "1"})
+    app.request_confirmation(sid, "a1", "t3", "code_execute", {"code": "1"}, "run it")
+    app.give_confirmation(sid, "a1", True)
+    events = list(app.session_events(sid))
+    # Split right after the request: the answer meets a status this batch does not know.
+    split = next(i for i, e in enumerate(events) if type(e).__name__ == "ConfirmationGiven")
+
+    def row_after(*batches: list[SessionEvent]) -> dict[str, object]:
+        with view.datastore.transaction(commit=True) as curs:
+            curs.execute("DELETE FROM sessions_view")
+            for batch in batches:
+                view.apply_events(curs, batch)
+        summary = view.get(sid)
+        assert summary is not None
+        return {**summary.__dict__}
+
+    one_by_one = row_after(*([e] for e in events))
+    assert row_after(events) == one_by_one
+    assert row_after(events[:split], events[split:]) == one_by_one
+    assert one_by_one["status"] == "running" and one_by_one["active_run"] == run
+    assert one_by_one["message_count"] == 4 and one_by_one["tool_call_count"] == 3
+    assert one_by_one["failure_count"] == 1 and one_by_one["title"] == "renamed"
+    assert one_by_one["version"] == events[-1].originator_version
