@@ -146,9 +146,7 @@ class AsyncRecorder:
             try:
                 async with self._connection() as conn:
                     return await statement(conn)
-            except StoreBusy:
-                raise
-            except (OperationalError, InterfaceError) as e:
+            except (OperationalError, InterfaceError) as e:  # not StoreBusy: nothing sent
                 if attempt == ATTEMPTS:
                     raise
                 log.debug("event store: %s; trying again (%d of %d)", e, attempt, ATTEMPTS)
