@@ -146,7 +146,9 @@ class AsyncRecorder:
             try:
                 async with self._connection() as conn:
                     return await statement(conn)
-            except (OperationalError, InterfaceError) as e:  # not StoreBusy: nothing sent
+            except StoreBusy:
+                raise
+            except (OperationalError, InterfaceError) as e:
                 if attempt == ATTEMPTS:
                     raise
                 log.debug("event store: %s; trying again (%d of %d)", e, attempt, ATTEMPTS)
