@@ -17,8 +17,6 @@ import asyncio
 import os
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from uuid import UUID
@@ -29,7 +27,6 @@ import yaml
 from bench.api_harness import (
     Account,
     CpuWindow,
-    Stack,
     api_stack,
     cpu_seconds,
     create_sessions,
@@ -122,24 +119,6 @@ def report(tally: Tally, started: float, server_cpu: float) -> None:
     )
 
 
-@contextmanager
-def warmed_stack(
-    prefix: str, email: str, sessions: int, messages: int, warm: int
-) -> Iterator[tuple[Stack, Account, list[UUID]]]:
-    """`serve` on a scripted model with enough answers for `sessions` x `messages` (and
-    the warm-up), an account, `sessions` fresh sessions, and one more session that has
-    sent `warm` messages, each run to `done`."""
-    with tempfile.TemporaryDirectory(prefix=prefix) as scratch:
-        script = write_script(Path(scratch), sessions * messages + warm + 5)
-        with api_stack(script=script) as stack:
-            with httpx.Client(base_url=stack.server.url, timeout=30) as http:
-                account = register(http, email)
-                made = create_sessions(http, account, sessions + 1)
-            warmed = asyncio.run(drive(stack.server.url, account, made[:1], warm))
-            assert len(warmed.completed) == warm, warmed.refused
-            yield stack, account, made[1:]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=100, help="sessions talking at once")
@@ -147,15 +126,20 @@ def main() -> None:
     options = parser.parse_args()
     print(machine())
     print(f"server limits raised: {raised_limits()}")
-    warmed = warmed_stack(
-        "tokendance-chatbench-", "chat@bench.example", options.sessions, options.messages, 5
-    )
-    with warmed as (stack, account, sessions):
-        cpu = CpuWindow(server=stack.server.pid, client=os.getpid())
-        server_cpu, started = cpu_seconds(stack.server.pid), time.perf_counter()
-        tally = asyncio.run(drive(stack.server.url, account, sessions, options.messages))
-        server_cpu = cpu_seconds(stack.server.pid) - server_cpu
-        cpu_used = cpu.report()
+    total = options.sessions * options.messages
+    with tempfile.TemporaryDirectory(prefix="tokendance-chatbench-") as scratch:
+        script = write_script(Path(scratch), total + 10)
+        with api_stack(script=script) as stack:
+            with httpx.Client(base_url=stack.server.url, timeout=30) as http:
+                account = register(http, "chat@bench.example")
+                sessions = create_sessions(http, account, options.sessions + 1)
+            warm = asyncio.run(drive(stack.server.url, account, sessions[:1], 5))
+            assert len(warm.completed) == 5, warm.refused
+            cpu = CpuWindow(server=stack.server.pid, client=os.getpid())
+            server_cpu, started = cpu_seconds(stack.server.pid), time.perf_counter()
+            tally = asyncio.run(drive(stack.server.url, account, sessions[1:], options.messages))
+            server_cpu = cpu_seconds(stack.server.pid) - server_cpu
+            cpu_used = cpu.report()
     print(f"{options.sessions} sessions at once x {options.messages} messages each, in turn")
     report(tally, started, server_cpu)
     print(cpu_used)

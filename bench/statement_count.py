@@ -20,17 +20,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import psycopg
 from psycopg import sql
 
-from bench.api_harness import machine
-from bench.chat_accept import drive, warmed_stack
+from bench.api_harness import api_stack, create_sessions, machine, register
+from bench.chat_accept import drive, write_script
 
 BENCH_APP = "statement_count"  # this process's connection, left out of the counts
 SETTINGS = {"log_statement": "all", "log_line_prefix": "%n [%p] %d %u %a "}
@@ -225,26 +227,31 @@ def main() -> None:
     print(machine())
     print(f"date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
     total = options.sessions * options.messages
-    warmed = warmed_stack(
-        "tokendance-stmtbench-", "statements@bench.example", options.sessions,
-        options.messages, 3,
-    )  # fmt: skip
-    with warmed as (stack, account, sessions):
-        url = stack.database_url
-        with psycopg.connect(url, autocommit=True, application_name=BENCH_APP) as conn:
-            database = str(conn.info.dbname)  # pgserver logs to <pgdata>/log
-            log = Path(str(conn.execute("SHOW data_directory").fetchall()[0][0])) / "log"
-            configure(conn, on=True)
-            try:
-                idle_start = log.stat().st_size
-                time.sleep(options.idle)
-                start, started = log.stat().st_size, time.monotonic()
-                tally = asyncio.run(drive(stack.server.url, account, sessions, options.messages))
-                time.sleep(SETTLE)
-                end, busy_s = log.stat().st_size, time.monotonic() - started
-            finally:
-                configure(conn, on=False)
-        text, idle_text = slice_of(log, start, end), slice_of(log, idle_start, start)
+    with tempfile.TemporaryDirectory(prefix="tokendance-stmtbench-") as scratch:
+        script = write_script(Path(scratch), total + 10)
+        with api_stack(script=script) as stack:
+            with httpx.Client(base_url=stack.server.url, timeout=30) as http:
+                account = register(http, "statements@bench.example")
+                sessions = create_sessions(http, account, options.sessions + 1)
+            warm = asyncio.run(drive(stack.server.url, account, sessions[:1], 3))
+            assert len(warm.completed) == 3, warm.refused
+            url = stack.database_url
+            with psycopg.connect(url, autocommit=True, application_name=BENCH_APP) as conn:
+                database = str(conn.info.dbname)  # pgserver logs to <pgdata>/log
+                log = Path(str(conn.execute("SHOW data_directory").fetchall()[0][0])) / "log"
+                configure(conn, on=True)
+                try:
+                    idle_start = log.stat().st_size
+                    time.sleep(options.idle)
+                    start, started = log.stat().st_size, time.monotonic()
+                    tally = asyncio.run(
+                        drive(stack.server.url, account, sessions[1:], options.messages)
+                    )
+                    time.sleep(SETTLE)
+                    end, busy_s = log.stat().st_size, time.monotonic() - started
+                finally:
+                    configure(conn, on=False)
+            text, idle_text = slice_of(log, start, end), slice_of(log, idle_start, start)
     assert len(tally.completed) == total, tally.refused
     if options.keep_log:
         options.keep_log.write_text(text)

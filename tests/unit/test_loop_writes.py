@@ -51,15 +51,6 @@ def started(sessions: SessionService) -> tuple[UUID, UUID]:
     return sid, run_id
 
 
-def watched_run() -> tuple[SessionService, Watched, UUID, UUID]:
-    """In-memory sessions writing from the loop through a `Watched` recorder, and a
-    session with a run started in it."""
-    sessions = in_memory_sessions()
-    loop = Watched(sessions)
-    sessions.loop_recorder = loop
-    return sessions, loop, *started(sessions)
-
-
 def plan(title: str) -> list[PlanItem]:
     return [PlanItem(title=title, status="in_progress")]
 
@@ -71,7 +62,10 @@ def stored(sessions: SessionService, sid: UUID) -> list[tuple[int, str, bytes]]:
 async def test_a_run_s_write_from_the_loop_stores_what_the_thread_stores(
     bridge: SyncBridge,
 ) -> None:
-    sessions, loop, sid, run_id = watched_run()
+    sessions = in_memory_sessions()
+    loop = Watched(sessions)
+    sessions.loop_recorder = loop
+    sid, run_id = started(sessions)
     with sessions.hold(sid, run_id):
         first = await sessions.change_on_loop(bridge, sessions.start_run, sid, run_id, "w")
         second = await sessions.change_on_loop(bridge, sessions.update_plan, sid, plan("a"))
@@ -94,7 +88,10 @@ async def test_a_run_s_write_from_the_loop_stores_what_the_thread_stores(
 async def test_a_version_another_writer_took_is_judged_again_on_the_log(
     bridge: SyncBridge,
 ) -> None:
-    sessions, loop, sid, run_id = watched_run()
+    sessions = in_memory_sessions()
+    loop = Watched(sessions)
+    sessions.loop_recorder = loop
+    sid, run_id = started(sessions)
     with sessions.hold(sid, run_id):
         await sessions.change_on_loop(bridge, sessions.start_run, sid, run_id, "w")
         sessions.rename_session(sid, "renamed meanwhile")  # another command, same version
