@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -14,7 +13,6 @@ from adapters.postgres.async_recorder import AsyncRecorder
 from application.accounts import AccountService
 from application.bridge import SyncBridge
 from application.erasure import Erasure
-from application.loop_writes import StoreBusy
 from application.memories import Memories
 from application.memory_access import MemoryAccess
 from application.sessions import SessionService
@@ -66,14 +64,6 @@ class Container:
     def usage(self) -> UsageQueries:
         """Queries on the usage and budgets read models."""
         return UsageQueries(self.views.usage.datastore)
-
-    async def accounts_head(self) -> int:
-        """The accounts log's head, read now: on the loop, or through the store's threads
-        when the loop's pool is busy (nothing sent) or absent."""
-        if self.accounts_log is not None:
-            with contextlib.suppress(StoreBusy):
-                return await self.accounts_log.max_notification_id() or 0
-        return await self.bridge(self.accounts.recorder.max_notification_id) or 0
 
     async def close_loop_pool(self) -> None:
         """Close the loop's connections (`LoopWrites`), on the loop that used them."""

@@ -28,12 +28,22 @@ from application.receipt import Receipt
 
 
 class AsyncEventRecorder(Protocol):
-    """The event store's writes on the loop (`adapters.postgres.async_recorder`)."""
+    """The event store's writes and reads on the loop (`adapters.postgres.async_recorder`)."""
 
     async def insert_events(self, stored_events: Sequence[StoredEvent]) -> list[int]:
         """Store the events in one transaction; their notification ids. The library's
         `IntegrityError` if a version is taken."""
         ...
+
+    async def select_events(
+        self,
+        originator_id: UUID,
+        *,
+        gt: int | None = None,
+        lte: int | None = None,
+        desc: bool = False,
+        limit: int | None = None,
+    ) -> list[StoredEvent]: ...
 
 
 class StoreBusy(PersistenceError):
@@ -69,7 +79,7 @@ def staging() -> Staged | None:
     return _STAGE.get()
 
 
-def staged() -> None:
+def staged(stage: Staged) -> None:
     """End the command here: its save is staged (called by the save)."""
     raise _Saved
 
@@ -99,9 +109,9 @@ class LoopWrites:
             return await bridge(command, *args, **kwargs)
         try:
             ids = await recorder.insert_events(stage.stored)
-        except (IntegrityError, StoreBusy):
-            # Another writer took the version (judged again on the log), or the loop's
-            # pool had no connection (nothing was sent): through the store's threads.
+        except IntegrityError:  # another writer took the version: judged on the log
+            return await bridge(command, *args, **kwargs)
+        except StoreBusy:  # nothing was sent: the store's own pool, through a thread
             return await bridge(command, *args, **kwargs)
         receipt = stage.finish(ids)
         if self.snapshot_due(stage.processing):  # the aggregate's snapshot, now and then

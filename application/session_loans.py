@@ -112,8 +112,8 @@ class SessionLoans:
     def lend(self, session: AgentSession) -> None:
         """Let the run this task drives write on `session`, which the caller no longer
         touches, instead of reading the log at its next write (see `_change`)."""
-        hold = held_run(session.id)
-        if hold is not None:
+        hold = _HOLD.get()
+        if hold is not None and hold.session_id == session.id:
             hold.lent = session
 
     @contextmanager
@@ -130,5 +130,5 @@ class SessionLoans:
 
     def take_back(self, session_id: UUID) -> AgentSession | None:
         """The session as the run this task drives last wrote it, if it was lent one."""
-        hold = held_run(session_id)
-        return hold.take() if hold is not None else None
+        hold = _HOLD.get()
+        return hold.take() if hold is not None and hold.session_id == session_id else None

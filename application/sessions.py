@@ -229,7 +229,7 @@ class SessionService(RunCommands, SessionLoans, LoopWrites, SealsPersonalData):
         stage.stored = [self.mapper.to_stored_event(e) for e in processing.events]
         events = list(processing.events)
         stage.finish = lambda ids: self._saved(session, hold, events, ids[-1])
-        staged()
+        staged(stage)
 
     def _saved(
         self, session: AgentSession, hold: RunHold | None, events: Sequence[object], last_id: int

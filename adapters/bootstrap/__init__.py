@@ -10,6 +10,7 @@ built in `parts`, the in-memory stores in `in_memory`, the split layout's roles 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -67,6 +68,7 @@ from application.context_snapshots import InMemoryContextSnapshots
 from application.decks import DeckEditor
 from application.engine_settings import EngineSettings
 from application.erasure import Erasure
+from application.loop_writes import StoreBusy
 from application.manual_tools import ManualTools
 from application.mcp_tools import McpClient
 from application.memories import Memories
@@ -170,9 +172,13 @@ def mcp_connections(settings: Settings, container: Container) -> McpConnections:
     async def servers_of(workspace_id: UUID) -> list[McpServerConfig]:
         # As of the accounts log's head: while it has not moved, no read of the store
         # (a workspace without servers of its own was two reads at every run's start).
+        servers, log = container.accounts.workspace_mcp_servers, container.accounts_log
         head = read_as_of()  # a run started by a request: the request's head
-        with as_of(head if head is not None else await container.accounts_head()):
-            own = await container.bridge(container.accounts.workspace_mcp_servers, workspace_id)
+        if head is None and log is not None:
+            with contextlib.suppress(StoreBusy):  # the loop's pool busy: no head
+                head = await log.max_notification_id() or 0
+        with as_of(head) if head is not None else contextlib.nullcontext():
+            own = await container.bridge(servers, workspace_id)
         names = {s.name for s in given}
         return [*given, *(s for s in own if s.name not in names)]
 

@@ -63,7 +63,8 @@ def build_http(container: Container, services: Services, engine: Engine) -> Http
         counters=PostgresCounters.of(c),
         bridge=c.bridge,
     )
-    access = Access(c.sessions, c.accounts, c.bridge, c.accounts_head)
+    head = c.accounts_log.max_notification_id if c.accounts_log is not None else None
+    access = Access(c.sessions, c.accounts, c.bridge, head)
     probes = Probes(c.recorder, c.views, services, c.bridge, waiter, logs, c.checkpoints)
     recorder = c.recorder
     tail = StoreTail(

@@ -40,6 +40,19 @@ class InMemoryLoopRecorder:
     async def insert_events(self, stored_events: Sequence[StoredEvent]) -> list[int]:
         return list(self.recorder.insert_events(stored_events) or ())
 
+    async def select_events(
+        self,
+        originator_id: UUID,
+        *,
+        gt: int | None = None,
+        lte: int | None = None,
+        desc: bool = False,
+        limit: int | None = None,
+    ) -> list[StoredEvent]:
+        return list(
+            self.recorder.select_events(originator_id, gt=gt, lte=lte, desc=desc, limit=limit)
+        )
+
 
 def in_memory_accounts(
     *,

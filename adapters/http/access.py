@@ -14,6 +14,7 @@ from litestar.datastructures import State
 from application.account_store import as_of
 from application.accounts import AccountService, Principal, WorkspaceInfo
 from application.bridge import SyncBridge
+from application.loop_writes import StoreBusy
 from application.sessions import SessionService
 from domain.account_errors import AuthError, WorkspaceNotFound
 from domain.errors import NotFound, SessionNotFound
@@ -32,8 +33,9 @@ class Access:
     sessions: SessionService
     accounts: AccountService
     bridge: SyncBridge
-    # The accounts log's head, read now (`Container.accounts_head`).
-    log_head: Callable[[], Awaitable[int]]
+    # The accounts log's head, read on the loop (`AsyncRecorder.max_notification_id`);
+    # without it, through the bridge.
+    read_head: Callable[[], Awaitable[int | None]] | None = None
     # A session's workspace never changes: kept once read, so checking who may see a
     # session does not load its aggregate (only the caller's role is read each time).
     _workspaces: dict[UUID, UUID] = field(default_factory=dict)
@@ -47,6 +49,19 @@ class Access:
         if now - self._head[0] >= HEAD_TTL:
             self._head[:] = [now, float(await self.log_head())]
         return int(self._head[1])
+
+    async def log_head(self) -> int:
+        """The accounts log's head, read now: a request's checks read as of it
+        (`application.account_store.as_of`)."""
+        head: int | None = None
+        if self.read_head is not None:
+            try:
+                head = await self.read_head()
+            except StoreBusy:  # the loop's pool is busy (nothing sent): the store's own
+                head = await self.bridge(self.accounts.recorder.max_notification_id)
+        else:
+            head = await self.bridge(self.accounts.recorder.max_notification_id)
+        return head or 0
 
     async def authenticate(self, access_token: str) -> Principal:
         return await self.bridge(self.accounts.authenticate, access_token)

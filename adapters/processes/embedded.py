@@ -11,7 +11,6 @@ Any other process shares them and never stops them.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import logging
 import os
 import subprocess
@@ -59,24 +58,17 @@ def _quietly_import_pgserver() -> None:
             ) from None
 
 
-def _pg_ctl(args: list[str], pgdata: Path, timeout: float) -> None:
-    """pgserver's `pg_ctl` on `pgdata`, as its user (the function is made when pgserver's
-    module is imported, so the type checker cannot see it there)."""
-    _quietly_import_pgserver()
-    pg_ctl = importlib.import_module("pgserver._commands").pg_ctl
-    pg_ctl(args, pgdata=pgdata, user=_pgserver_user(), timeout=timeout)
-
-
 def stop_postgres(pgdata: Path) -> None:
     """Stop the postgres running in `pgdata`, if any (fast shutdown)."""
     _quietly_import_pgserver()
+    from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
     from pgserver.utils import PostmasterInfo
 
     info = PostmasterInfo.read_from_pgdata(pgdata)
     if info is None or not info.is_running():
         return
     with contextlib.suppress(subprocess.CalledProcessError):
-        _pg_ctl(["-w", "-m", "fast", "stop"], pgdata, timeout=30)
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=_pgserver_user(), timeout=30)
 
 
 class EmbeddedPostgres:
@@ -112,9 +104,14 @@ class EmbeddedPostgres:
             if row is not None and int(row[0]) >= MAX_CONNECTIONS:
                 return
             conn.execute(f"ALTER SYSTEM SET max_connections = {MAX_CONNECTIONS}")
+        from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
+
         log.info("embedded Postgres: max_connections %d (restarting it once)", MAX_CONNECTIONS)
         log_file = str(self.pgdata / "log")  # where pgserver has it write
-        _pg_ctl(["-w", "-m", "fast", "-l", log_file, "restart"], self.pgdata, timeout=60)
+        pg_ctl(
+            ["-w", "-m", "fast", "-l", log_file, "restart"],
+            pgdata=self.pgdata, user=_pgserver_user(), timeout=60,
+        )  # fmt: skip
 
     def _prepare_database(self, admin_url: str) -> None:
         with psycopg.connect(admin_url, autocommit=True) as conn:

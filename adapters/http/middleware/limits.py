@@ -142,24 +142,32 @@ class RateLimits:
 
     def admit(self, key: str, *, upload: bool = False, stream: bool = False) -> Refusal | None:
         """Count the request, or say why not; an admitted stream holds a slot until
-        `release_stream`. Nothing is counted for a refused request. A stream is never an
-        upload (`STREAMS` and `UPLOADS` match apart)."""
-        slot: str | None = None
-        if stream:  # a slot and the request counted in one step
+        `release_stream`. Nothing is counted for a refused request."""
+        slot = None
+        if stream and not upload:  # a slot and the request counted in one step
             slot, over = self._shared(
                 (UNCOUNTED, None), self.counters.admit_stream, key,
                 requests=self.requests_per_minute, streams=self.streams_per_user,
             )  # fmt: skip
-        else:
-            uploads = self.uploads_per_minute if upload else None
-            over = self._shared(
-                None, self.counters.hit, key, requests=self.requests_per_minute, uploads=uploads
-            )
-        if over is not None:
-            return self._refuse(Refusal(over.limit, max(1, math.ceil(over.retry_after))))
-        if stream:
+            if over is not None:
+                return self._refuse(Refusal(over.limit, max(1, math.ceil(over.retry_after))))
             if slot is None:
                 return self._refuse(Refusal("streams", STREAM_RETRY_AFTER))
+            self.streams.add(key, slot)
+            return None
+        if stream:
+            slot = self._shared(UNCOUNTED, self.counters.open_stream, key, self.streams_per_user)
+            if slot is None:
+                return self._refuse(Refusal("streams", STREAM_RETRY_AFTER))
+        uploads = self.uploads_per_minute if upload else None
+        over = self._shared(
+            None, self.counters.hit, key, requests=self.requests_per_minute, uploads=uploads
+        )
+        if over is not None:
+            if slot:
+                self._shared(None, self.counters.close_stream, slot)
+            return self._refuse(Refusal(over.limit, max(1, math.ceil(over.retry_after))))
+        if slot is not None:
             self.streams.add(key, slot)
         return None
 
