@@ -10,6 +10,7 @@ from eventsourcing.postgres import PostgresApplicationRecorder, PostgresTracking
 
 from adapters.config.settings import Settings
 from adapters.postgres.async_recorder import AsyncRecorder
+from adapters.postgres.loop_pool import LoopPool
 from application.accounts import AccountService
 from application.bridge import SyncBridge
 from application.erasure import Erasure
@@ -46,6 +47,7 @@ class Container:
     memories: Memories  # on the accounts' store and the memories read model
     memory_access: MemoryAccess
     erasure: Erasure  # of a user's personal data (crypto-shredding)
+    loop_pool: LoopPool | None = None  # connections for the loop (the hot path's statements)
     accounts_log: AsyncRecorder | None = None  # the accounts' log, read on the loop
 
     @property
@@ -66,9 +68,9 @@ class Container:
         return UsageQueries(self.views.usage.datastore)
 
     async def close_loop_pool(self) -> None:
-        """Close the loop's connections (`LoopWrites`), on the loop that used them."""
-        if isinstance(self.sessions.loop_recorder, AsyncRecorder):
-            await self.sessions.loop_recorder.close()  # the pool the accounts' log shares
+        """Close the loop's connections, on the loop that used them."""
+        if self.loop_pool is not None:
+            await self.loop_pool.close()
 
     def close(self) -> None:
         self.bridge.close()

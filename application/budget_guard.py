@@ -110,6 +110,6 @@ class BudgetEnforcer:
         self, scope: BillingScope, unprojected: Unprojected, period: str | None = None
     ) -> list[BudgetStatus]:
         period = period or period_of(self.clock())
-        position, budgets = await self.bridge(self.reader.budgets_covering, scope.scopes(), period)
+        position, budgets = await self.reader.budgets_covering(scope.scopes(), period)
         pending = sum((spend for nid, spend in unprojected if nid > position), Spend())
         return [replace(b, spent=b.spent + pending) for b in budgets]

@@ -199,9 +199,10 @@ class RunTracing(Protocol):
 
 
 class SpendReader(Protocol):
-    """Budgets and what has been spent against them, as the usage read model has it."""
+    """Budgets and what has been spent against them, as the usage read model has it
+    (asked before and after every model call: on the loop where the store allows)."""
 
-    def budgets_covering(
+    async def budgets_covering(
         self, scopes: Sequence[tuple[BudgetScope, UUID]], period: str
     ) -> tuple[int, list[BudgetStatus]]:
         """The read model's position, and the budgets set on `scopes` with their spend

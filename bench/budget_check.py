@@ -6,14 +6,16 @@ organization, team, workspace and user; active, with a large monthly limit), a
 month's spend for each in `usage_monthly` (and eleven earlier months), a few alerts
 in `budget_alerts` (one under the budget's current limits, one superseded), and as
 noise 10,000 other budgets with a year of monthly spend and three alerts each. The
-enforcer is wired as `bootstrap` wires it: `UsageQueries` on a pool of 8 connections
-(overflow 8) and a `SyncBridge` of 16 threads; nothing has been recorded past the
+enforcer is wired as `bootstrap` wires it: `LoopSpendReader` on the loop's pool (4
+connections), `UsageQueries` on a pool of 8 connections (overflow 8) and a `SyncBridge`
+of 16 threads for when the loop's pool is busy; nothing has been recorded past the
 view's position (`unprojected=[]`).
 
 Timed, sequentially in one event loop after a warm-up, to show where the time goes:
 a `SELECT 1` through the pool (the floor), the bare `UsageQueries.budgets_covering`
-(two statements on one connection), a no-op hop through the bridge, and the whole
-`before_call`. Target: `before_call` under 1 ms median.
+(one statement), a no-op hop through the bridge, the whole `before_call` reading
+through the threads (as before #36), and as wired (on the loop). Target: `before_call`
+under 1 ms median.
 
     python -m bench.budget_check [--calls 2000] [--noise 10000]
 """
@@ -31,6 +33,8 @@ from uuid import UUID
 
 from eventsourcing.postgres import PostgresDatastore
 
+from adapters.postgres.loop_pool import LoopPool
+from adapters.postgres.loop_spend import LoopSpendReader
 from application.bridge import SyncBridge
 from application.budget_guard import BudgetEnforcer, period_of
 from bench.api_harness import machine
@@ -120,10 +124,18 @@ async def timed(call: Callable[[], Awaitable[object]], n: int) -> list[float]:
     return took
 
 
-async def measure(store: PostgresDatastore, billing: BillingScope, now: datetime, n: int) -> None:
+async def measure(
+    store: PostgresDatastore, url: str, billing: BillingScope, now: datetime, n: int
+) -> None:
     reader = UsageQueries(store)
     bridge = SyncBridge(16)
-    enforcer = BudgetEnforcer(reader, NoCrossings(), bridge, clock=lambda: now)
+    pool = LoopPool(url, size=4, timeout=5.0, name="bench-budget-check")
+    enforcer = BudgetEnforcer(
+        LoopSpendReader(pool, reader, bridge), NoCrossings(), bridge, clock=lambda: now
+    )
+    threads = BudgetEnforcer(
+        LoopSpendReader(None, reader, bridge), NoCrossings(), bridge, clock=lambda: now
+    )
     scopes, period = billing.scopes(), period_of(now)
     position, budgets = reader.budgets_covering(scopes, period)
     crossed = sum(len(b.crossed) for b in budgets)
@@ -147,7 +159,8 @@ async def measure(store: PostgresDatastore, billing: BillingScope, now: datetime
         ("SELECT 1 through the pool", lambda: sync(select_one)),
         ("budgets_covering, no bridge", lambda: sync(covering)),
         ("bridge hop, no-op", hop),
-        ("before_call", lambda: enforcer.before_call(billing, worst, [])),
+        ("before_call, threads", lambda: threads.before_call(billing, worst, [])),
+        ("before_call, loop", lambda: enforcer.before_call(billing, worst, [])),
     ]
     try:
         print(f"  {'call':<29} {'median ms':>10} {'p99 ms':>8} {'max ms':>8}")
@@ -157,6 +170,7 @@ async def measure(store: PostgresDatastore, billing: BillingScope, now: datetime
         print(f"  target: before_call median under 1 ms ({n} calls each, after {WARMUP} untimed)")
     finally:
         bridge.close()
+        await pool.close()
 
 
 def main() -> None:
@@ -176,7 +190,7 @@ def main() -> None:
                 f"  loaded {args.noise + 4:,} budgets, {(args.noise + 4) * MONTHS:,} monthly "
                 f"spends, {(args.noise + 4) * 3:,} alerts in {time.perf_counter() - started:.1f} s"
             )
-            asyncio.run(measure(store, billing, now, args.calls))
+            asyncio.run(measure(store, fresh.database_url, billing, now, args.calls))
         finally:
             store.close()
 

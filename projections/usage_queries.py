@@ -174,26 +174,9 @@ class UsageQueries:
         in `period` and the thresholds already alerted under their current limits."""
         if not scopes:
             return 0, []
-        # One statement, so the position and the spend are of one snapshot; it always
-        # answers one row (the position) even with no budget to join.
         with self.datastore.get_connection() as conn:
-            rows = conn.execute(
-                f"WITH position AS (SELECT notification_id FROM {TRACKING_TABLE} "
-                "WHERE application_name = 'usage') "
-                "SELECT p.notification_id AS position, b.scope, b.scope_id, b.monthly_usd, "
-                "b.monthly_tokens, b.thresholds, coalesce(m.cost_usd, 0) AS spent_usd, "
-                "coalesce(m.tokens, 0) AS spent_tokens, ARRAY(SELECT a.threshold FROM "
-                "budget_alerts a WHERE a.budget_id = b.budget_id AND a.period = %(period)s "
-                "AND a.version > b.set_version) AS crossed "
-                "FROM (SELECT 1) one LEFT JOIN position p ON true "
-                "LEFT JOIN budgets b ON b.active AND (b.scope, b.scope_id) IN "
-                "(SELECT * FROM unnest(%(kinds)s::text[], %(ids)s::uuid[])) "
-                "LEFT JOIN usage_monthly m ON m.scope = b.scope AND m.scope_id = b.scope_id "
-                "AND m.period = %(period)s",
-                {"period": period, "kinds": _kinds(scopes), "ids": _ids(scopes)},
-            ).fetchall()
-        position = int(rows[0]["position"] or 0)
-        return position, [_status(r) for r in rows if r["scope"] is not None]
+            rows = conn.execute(BUDGETS_COVERING, covering_params(scopes, period)).fetchall()
+        return covering_of(rows)
 
     def spend(self, scopes: Sequence[tuple[BudgetScope, UUID]], period: str) -> dict[str, Spend]:
         """The spend of each scope in `period`, keyed `scope:scope_id`."""
@@ -207,6 +190,35 @@ class UsageQueries:
 
 
 ORG_KEYS = frozenset({"org", "model", "day"})
+
+# The position and the spend in one statement, so that they are of one snapshot; it
+# always answers one row (the position) even with no budget to join.
+BUDGETS_COVERING = (
+    f"WITH position AS (SELECT notification_id FROM {TRACKING_TABLE} "
+    "WHERE application_name = 'usage') "
+    "SELECT p.notification_id AS position, b.scope, b.scope_id, b.monthly_usd, "
+    "b.monthly_tokens, b.thresholds, coalesce(m.cost_usd, 0) AS spent_usd, "
+    "coalesce(m.tokens, 0) AS spent_tokens, ARRAY(SELECT a.threshold FROM "
+    "budget_alerts a WHERE a.budget_id = b.budget_id AND a.period = %(period)s "
+    "AND a.version > b.set_version) AS crossed "
+    "FROM (SELECT 1) one LEFT JOIN position p ON true "
+    "LEFT JOIN budgets b ON b.active AND (b.scope, b.scope_id) IN "
+    "(SELECT * FROM unnest(%(kinds)s::text[], %(ids)s::uuid[])) "
+    "LEFT JOIN usage_monthly m ON m.scope = b.scope AND m.scope_id = b.scope_id "
+    "AND m.period = %(period)s"
+)
+
+
+def covering_params(scopes: Sequence[tuple[BudgetScope, UUID]], period: str) -> dict[str, object]:
+    """`BUDGETS_COVERING`'s parameters."""
+    return {"period": period, "kinds": _kinds(scopes), "ids": _ids(scopes)}
+
+
+def covering_of(rows: Sequence[dict[str, object]]) -> tuple[int, list[BudgetStatus]]:
+    """`BUDGETS_COVERING`'s rows as the position and the budgets' states."""
+    position = rows[0]["position"]
+    assert position is None or isinstance(position, int)
+    return position or 0, [_status(r) for r in rows if r["scope"] is not None]
 
 
 def _kinds(scopes: Sequence[tuple[BudgetScope, UUID]]) -> list[str]:

@@ -47,9 +47,11 @@ from adapters.observability.telemetry import traced_llm, traced_tools, tracer_pr
 from adapters.observability.telemetry_runs import run_tracing
 from adapters.personal_keys import UserKeys
 from adapters.postgres.advisory_locks import AdvisoryLocks, SessionRunLocks
-from adapters.postgres.async_recorder import AsyncRecorder, async_pool
+from adapters.postgres.async_recorder import AsyncRecorder
 from adapters.postgres.context_snapshots import PostgresContextSnapshots
 from adapters.postgres.eventstore import eventstore_env
+from adapters.postgres.loop_pool import LoopPool
+from adapters.postgres.loop_spend import LoopSpendReader
 from adapters.postgres.personal_copies import PostgresPersonalCopies
 from adapters.postgres.recorder import LockedInsertRecorder
 from adapters.postgres.schema_lock import schema_lock
@@ -152,7 +154,8 @@ def bootstrap(
     )
     live = deltas or NatsDeltaSink(lambda: services.nats, settings.nats_stream)
     telemetry = tracer_provider_from_env(os.environ)  # one per process, closed with it
-    enforcer = BudgetEnforcer(container.usage, container.accounts, container.bridge)
+    spend = LoopSpendReader(container.loop_pool, container.usage, container.bridge)
+    enforcer = BudgetEnforcer(spend, container.accounts, container.bridge)
     engine = bootstrap_engine(
         settings, sessions=container.sessions, bridge=container.bridge, llm=llm,
         tools=tools, blobs=blobs, deltas=live, counter=counter, engine_settings=engine_settings,
@@ -284,7 +287,7 @@ def _open_store(
     assert isinstance(factory, PostgresFactory)
     events = sessions.recorder
     assert isinstance(events, LockedInsertRecorder)
-    pool = async_pool(
+    pool = LoopPool(
         database_url,
         size=settings.db_async_pool_size,
         timeout=settings.db_async_timeout,
@@ -345,5 +348,5 @@ def _open_store(
     assert isinstance(accounts_events, LockedInsertRecorder)
     return Container(
         settings, database_url, nats_url, sessions, views, checkpoints, bridge, accounts, files,
-        memories, MemoryAccess(accounts), erasure, AsyncRecorder(pool, accounts_events),
+        memories, MemoryAccess(accounts), erasure, pool, AsyncRecorder(pool, accounts_events),
     )  # fmt: skip

@@ -9,12 +9,12 @@ library's select. So the rows are byte for byte those the library's recorder wri
 each reads the other's, and the library keeps serving what is off the hot path
 (rebuild, replay, the relay's pages).
 
-Errors are the library's, so the code above judges them as before: a version already
-taken is its `IntegrityError` (a `Conflict` to the session), a database that does not
-answer its `OperationalError`, retried as the library retries it. A pool with no free
-connection within `TOKENDANCE_DB_ASYNC_TIMEOUT` is `StoreBusy`, with nothing sent: the
-caller goes another way (`application/loop_writes.py`: the store's threads) or answers 503
-with `Retry-After`, rather than queueing without end.
+Its connections are the process's `LoopPool` (adapters/postgres/loop_pool.py). Errors
+are the library's, so the code above judges them as before: a version already taken is
+its `IntegrityError` (a `Conflict` to the session), a database that does not answer its
+`OperationalError`, retried as the library retries it. A pool with no free connection
+is `StoreBusy`, with nothing sent: the caller goes another way
+(`application/loop_writes.py`: the store's threads) or answers 503 with `Retry-After`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import TypeVar
 from uuid import UUID
 
 import psycopg
@@ -36,12 +36,11 @@ from eventsourcing.persistence import (
     StoredEvent,
 )
 from psycopg import AsyncConnection
-from psycopg.rows import DictRow, dict_row
+from psycopg.rows import DictRow
 from psycopg.sql import SQL, Identifier
-from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from adapters.postgres.loop_pool import LoopPool
 from adapters.postgres.recorder import LockedInsertRecorder
-from application.loop_writes import StoreBusy
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +54,9 @@ class AsyncRecorder:
     """`insert_events`, `select_events`, `select_notifications` and `max_notification_id`
     of the application recorder `recorder`, awaited on the loop."""
 
-    def __init__(self, pool: AsyncConnectionPool[Any], recorder: LockedInsertRecorder) -> None:
+    def __init__(self, pool: LoopPool, recorder: LockedInsertRecorder) -> None:
         self.pool = pool
         self.recorder = recorder
-        # Opened by the first statement, on the loop that sends it (once: a pool closed
-        # at shutdown stays closed).
-        self._opening: asyncio.Future[None] | None = None
         self._insert = recorder.insert_statement_bytes()
         self._selects: dict[tuple[bool, bool, bool, bool], bytes] = {}
         table = SQL("{schema}.{table}").format(
@@ -146,8 +142,6 @@ class AsyncRecorder:
             try:
                 async with self._connection() as conn:
                     return await statement(conn)
-            except StoreBusy:
-                raise
             except (OperationalError, InterfaceError) as e:
                 if attempt == ATTEMPTS:
                     raise
@@ -155,45 +149,17 @@ class AsyncRecorder:
                 await asyncio.sleep(WAIT)
         raise AssertionError("unreachable")
 
-    async def close(self) -> None:
-        await self.pool.close()
-
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[AsyncConnection[DictRow]]:
-        if self._opening is None:
-            self._opening = asyncio.ensure_future(self.pool.open())
-        if not self._opening.done():
-            await asyncio.shield(self._opening)
+        """A connection of the pool, psycopg's errors raised as the library's."""
         try:
             async with self.pool.connection() as conn:
-                try:
-                    yield conn
-                except psycopg.IntegrityError as e:
-                    raise IntegrityError(str(e)) from e
-                except psycopg.InterfaceError as e:
-                    raise InterfaceError(str(e)) from e
-                except psycopg.OperationalError as e:
-                    raise OperationalError(str(e)) from e
+                yield conn
+        except psycopg.IntegrityError as e:
+            raise IntegrityError(str(e)) from e
+        except psycopg.InterfaceError as e:
+            raise InterfaceError(str(e)) from e
         except psycopg_pool.PoolClosed as e:  # shutting down
             raise OperationalError(str(e)) from e
-        except PoolTimeout as e:
-            raise StoreBusy(f"no database connection free within {self.pool.timeout:g} s") from e
-        except psycopg.OperationalError as e:  # the pool could not connect
+        except psycopg.OperationalError as e:  # lost, or the pool could not connect
             raise OperationalError(str(e)) from e
-
-
-def async_pool(conninfo: str, *, size: int, timeout: float, name: str) -> AsyncConnectionPool[Any]:
-    """An autocommit pool of at most `size` connections (each statement its own
-    transaction, as the library's recorder has them), not yet opened: `AsyncRecorder`
-    opens it on the loop of its first statement."""
-    return AsyncConnectionPool(
-        conninfo,
-        min_size=1,  # grows to `size` under load: every role's process has one
-        max_size=size,
-        timeout=timeout,
-        name=name,
-        open=False,
-        kwargs={"autocommit": True, "row_factory": dict_row, "prepare_threshold": None},
-        # No check on checkout (a round trip each): a connection Postgres closed fails its
-        # statement, which is tried again on another, and the pool replaces it.
-    )

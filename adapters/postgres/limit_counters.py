@@ -32,6 +32,7 @@ import uuid
 from collections.abc import Callable, Collection
 
 from eventsourcing.postgres import PostgresDatastore
+from psycopg.rows import DictRow
 
 from adapters.http.middleware.limit_counters import Counted, Over, StreamAdmission
 from adapters.postgres.shared_tables import SharedTables
@@ -155,6 +156,11 @@ END;
 $body$"""
 
 ADMIT = "SELECT * FROM rate_limit_admit_stream(%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+CLOSE = "DELETE FROM rate_limit_streams WHERE slot = %s"
+SWEEP = (
+    "WITH windows AS (DELETE FROM rate_limit_windows WHERE window_no < %s) "
+    "DELETE FROM rate_limit_streams WHERE expires_at <= to_timestamp(%s)"
+)
 
 
 class PostgresCounters(SharedTables):
@@ -176,23 +182,35 @@ class PostgresCounters(SharedTables):
         self.owner = uuid.uuid4()  # this replica
 
     def hit(self, key: str, *, requests: int, uploads: int | None) -> Over | None:
-        now = self._clock()
-        window = math.floor(now / self.window)
-        elapsed = now - window * self.window
-        params = {
-            "caller": key,
-            "window": window,
-            "weight": 1 - elapsed / self.window,
-            "uploads": 0 if uploads is None else 1,
-            "max_requests": requests,
-            "max_uploads": uploads or 0,
-        }
+        now, params = self.hit_params(key, requests, uploads)
         self._sweep_now_and_then()
         with self._connection() as conn:
             row = conn.execute(HIT, params).fetchone()
         assert row is not None
+        return self.hit_outcome(row, now, requests, uploads)
+
+    def hit_params(
+        self, key: str, requests: int, uploads: int | None
+    ) -> tuple[float, dict[str, object]]:
+        """The time now and `HIT`'s parameters."""
+        now = self._clock()
+        window = math.floor(now / self.window)
+        return now, {
+            "caller": key,
+            "window": window,
+            "weight": 1 - (now - window * self.window) / self.window,
+            "uploads": 0 if uploads is None else 1,
+            "max_requests": requests,
+            "max_uploads": uploads or 0,
+        }
+
+    def hit_outcome(
+        self, row: DictRow, now: float, requests: int, uploads: int | None
+    ) -> Over | None:
+        """What `HIT`'s row says: admitted, or which counter is full and for how long."""
         if row["admitted"]:
             return None
+        elapsed = now - math.floor(now / self.window) * self.window
         counter: Counted = "requests"
         limit = requests
         if uploads is not None:
@@ -210,27 +228,37 @@ class PostgresCounters(SharedTables):
         return None if row is None or row["slot"] is None else str(row["slot"])
 
     def admit_stream(self, key: str, *, requests: int, streams: int) -> StreamAdmission:
-        now = self._clock()
-        window = math.floor(now / self.window)
-        elapsed = now - window * self.window
-        params = (
-            uuid.uuid4(), key, self.owner, now + self.lease, now, streams, window,
-            1 - elapsed / self.window, requests,
-        )  # fmt: skip
+        now, params = self.admit_params(key, requests, streams)
         self._sweep_now_and_then()
         with self._connection() as conn:
             row = conn.execute(ADMIT, params, prepare=True).fetchone()
         assert row is not None
+        return self.admit_outcome(row, now, requests)
+
+    def admit_params(
+        self, key: str, requests: int, streams: int
+    ) -> tuple[float, tuple[object, ...]]:
+        """The time now and `ADMIT`'s parameters (a new slot's id among them)."""
+        now = self._clock()
+        window = math.floor(now / self.window)
+        return now, (
+            uuid.uuid4(), key, self.owner, now + self.lease, now, streams, window,
+            1 - (now - window * self.window) / self.window, requests,
+        )  # fmt: skip
+
+    def admit_outcome(self, row: DictRow, now: float, requests: int) -> StreamAdmission:
+        """What `ADMIT`'s row says: the slot taken, no slot free, or no room for the request."""
         if row["streams_full"]:
             return None, None
         if row["admitted"]:
             return str(row["slot"]), None
+        elapsed = now - math.floor(now / self.window) * self.window
         wait = self._room_in(requests, row["previous_requests"], row["current_requests"], elapsed)
         return None, Over("requests", min(max(wait, 0.0), self.window))
 
     def close_stream(self, slot: str) -> None:
         with self._connection() as conn:
-            conn.execute("DELETE FROM rate_limit_streams WHERE slot = %s", (slot,))
+            conn.execute(CLOSE, (slot,))
 
     def refresh(self, slots: Collection[str]) -> None:
         with self._connection() as conn:
@@ -243,13 +271,20 @@ class PostgresCounters(SharedTables):
     def sweep(self) -> None:
         """Delete the windows no estimate reads any more, and the leases expired a lease
         ago (not at once: a replica that refreshes late still finds its rows)."""
-        now = self._clock()
         with self._connection() as conn:
-            conn.execute(
-                "WITH windows AS (DELETE FROM rate_limit_windows WHERE window_no < %s) "
-                "DELETE FROM rate_limit_streams WHERE expires_at <= to_timestamp(%s)",
-                (math.floor(now / self.window) - 1, now - self.lease),
-            )
+            conn.execute(SWEEP, self.sweep_params())
+
+    def sweep_params(self) -> tuple[int, float]:
+        now = self._clock()
+        return math.floor(now / self.window) - 1, now - self.lease
+
+    def sweep_due(self) -> bool:
+        """Whether it is time to sweep (then not again for `SWEEP_EVERY` seconds)."""
+        now = time.monotonic()
+        if now < self._next_sweep:
+            return False
+        self._next_sweep = now + SWEEP_EVERY
+        return True
 
     def _room_in(self, limit: int, previous: int, current: int, elapsed: float) -> float:
         """Seconds until `previous * weight + current + 1 <= limit` (weight falling to 0)."""
@@ -261,7 +296,5 @@ class PostgresCounters(SharedTables):
         return self.window - elapsed + self.window * (1 - (limit - 1) / current)
 
     def _sweep_now_and_then(self) -> None:
-        now = time.monotonic()
-        if now >= self._next_sweep:
-            self._next_sweep = now + SWEEP_EVERY
+        if self.sweep_due():
             self.sweep()

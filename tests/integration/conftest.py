@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from eventsourcing.postgres import PostgresDatastore, PostgresFactory
 from litestar.testing import TestClient
 
 from adapters.bootstrap import bootstrap
 from adapters.config.settings import Settings
+from adapters.container import Container
 from adapters.http.app import create_app
 from adapters.llm.scripted import ScriptedLLM, session_of
 from adapters.system import System
@@ -16,6 +18,14 @@ from domain.conversation import ModelRequest, StreamItem
 from tests.integration.memory_store import Memories
 
 Client = TestClient  # type: ignore[type-arg]
+
+
+@pytest.fixture
+def datastore(container: Container) -> PostgresDatastore:
+    """The event store's datastore (its connection pool) in the test's database."""
+    factory = container.sessions.factory
+    assert isinstance(factory, PostgresFactory)
+    return factory.datastore
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -17,8 +18,10 @@ import pytest
 from eventsourcing.persistence import IntegrityError, StoredEvent
 
 from adapters.container import Container
-from adapters.postgres.async_recorder import AsyncRecorder, StoreBusy, async_pool
+from adapters.postgres.async_recorder import AsyncRecorder
+from adapters.postgres.loop_pool import LoopPool
 from adapters.postgres.recorder import LockedInsertRecorder
+from application.loop_writes import StoreBusy
 
 pytestmark = pytest.mark.integration
 
@@ -42,8 +45,8 @@ def library(container: Container) -> LockedInsertRecorder:
 async def recorder(
     library: LockedInsertRecorder, database_url: str
 ) -> AsyncIterator[AsyncRecorder]:
-    pool = async_pool(database_url, size=4, timeout=5.0, name="test-async-recorder")
-    await pool.open(wait=True)
+    pool = LoopPool(database_url, size=4, timeout=5.0, name="test-async-recorder")
+    await pool.open(wait=True)  # the writers on the loop race from their first statement
     try:
         yield AsyncRecorder(pool, library)
     finally:
@@ -117,40 +120,51 @@ async def test_a_version_already_stored_is_the_library_s_integrity_error(
 async def test_concurrent_writers_win_each_version_once_and_readers_see_ids_in_order(
     library: LockedInsertRecorder, recorder: AsyncRecorder
 ) -> None:
-    """Writers on the loop and one on the library's recorder in a thread race for each
-    next version of one aggregate; a reader tails the notification ids meanwhile."""
-    aggregate, versions = uuid4(), 40
+    """Six writers on the loop and one on the library's recorder in a thread race for
+    each next version of one aggregate, sent at once (a barrier each round); a reader
+    tails the notification ids meanwhile."""
+    aggregate, versions, writers = uuid4(), 40, 7
     wins: dict[int, list[str]] = {}
+    losses: list[str] = []
     start = library.max_notification_id() or 0
     done = asyncio.Event()
     seen: list[int] = []
+    # Each round every writer has read the last version (the round before committed
+    # before its losers heard of it), then all send the next one together.
+    barrier = threading.Barrier(writers, timeout=30)
+    waiting = ThreadPoolExecutor(writers)  # the loop's writers wait at the barrier here
 
-    def won(version: int, who: str) -> None:
-        wins.setdefault(version, []).append(who)
+    def next_version(latest: list[StoredEvent]) -> int:
+        return (latest[0].originator_version if latest else 0) + 1
+
+    def outcome(version: int, who: str, won: bool) -> None:
+        (wins.setdefault(version, []) if won else losses).append(who)
 
     async def loop_writer(name: str) -> None:
         while True:
-            latest = await recorder.select_events(aggregate, desc=True, limit=1)
-            version = (latest[0].originator_version if latest else 0) + 1
+            version = next_version(await recorder.select_events(aggregate, desc=True, limit=1))
+            await asyncio.get_running_loop().run_in_executor(waiting, barrier.wait)
             if version > versions:
                 return
             try:
                 await recorder.insert_events(events(aggregate, range(version, version + 1)))
             except IntegrityError:
-                continue
-            won(version, name)
+                outcome(version, name, False)
+            else:
+                outcome(version, name, True)
 
     def thread_writer() -> None:
         while True:
-            latest = library.select_events(aggregate, desc=True, limit=1)
-            version = (latest[0].originator_version if latest else 0) + 1
+            version = next_version(library.select_events(aggregate, desc=True, limit=1))
+            barrier.wait()
             if version > versions:
                 return
             try:
                 library.insert_events(events(aggregate, range(version, version + 1)))
             except IntegrityError:
-                continue
-            won(version, "thread")
+                outcome(version, "thread", False)
+            else:
+                outcome(version, "thread", True)
 
     async def reader() -> None:
         after = start
@@ -168,13 +182,15 @@ async def test_concurrent_writers_win_each_version_once_and_readers_see_ids_in_o
     thread = threading.Thread(target=thread_writer)
     tailing = asyncio.create_task(reader())
     thread.start()
-    await asyncio.gather(*(loop_writer(f"loop-{i}") for i in range(6)))
+    await asyncio.gather(*(loop_writer(f"loop-{i}") for i in range(writers - 1)))
     await asyncio.to_thread(thread.join, 30)
+    waiting.shutdown()
     done.set()
     await asyncio.wait_for(tailing, 30)
     assert sorted(wins) == list(range(1, versions + 1))
     assert all(len(who) == 1 for who in wins.values()), wins
-    assert len({w for who in wins.values() for w in who}) > 1, "the writers did race"
+    assert len(losses) == versions * (writers - 1), "every other writer lost each version"
+    assert len({w for who in wins.values() for w in who}) > 1, wins
     stored = await recorder.select_events(aggregate)
     assert [e.originator_version for e in stored] == list(range(1, versions + 1))
     assert seen == sorted(seen) and len(seen) == versions
@@ -183,8 +199,7 @@ async def test_concurrent_writers_win_each_version_once_and_readers_see_ids_in_o
 async def test_a_pool_with_no_free_connection_says_so_at_once(
     library: LockedInsertRecorder, database_url: str
 ) -> None:
-    pool = async_pool(database_url, size=1, timeout=0.2, name="test-busy")
-    await pool.open(wait=True)
+    pool = LoopPool(database_url, size=1, timeout=0.2, name="test-busy")
     busy = AsyncRecorder(pool, library)
     try:
         async with pool.connection():  # the only connection, held

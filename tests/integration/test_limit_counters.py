@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from eventsourcing.postgres import PostgresDatastore, PostgresFactory
+from eventsourcing.postgres import PostgresDatastore
 
 from adapters.container import Container
 from adapters.http.middleware.limit_counters import admit_in_two_steps
@@ -28,13 +28,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture
-def datastore(container: Container) -> PostgresDatastore:
-    factory = container.sessions.factory
-    assert isinstance(factory, PostgresFactory)
-    return factory.datastore
 
 
 @pytest.fixture

@@ -45,9 +45,13 @@ from adapters.http.middleware.limit_counters import (
     Counters,
     CountersUnavailable,
     InMemoryCounters,
+    LoopCounters,
+    Over,
+    StreamAdmission,
     check_limit,
 )
 from application.bridge import SyncBridge
+from application.loop_writes import NeedsThread, StoreBusy
 
 Limit = Literal["requests", "streams", "uploads"]
 P = ParamSpec("P")
@@ -116,7 +120,8 @@ class Refusal:
 class RateLimits:
     """The three limits, counted by `counters` (default: in this process alone), and
     what they have refused so far. With a `bridge`, the counters are called on its
-    threads (they block); `enter` and `leave` are what the middleware awaits."""
+    threads (they block), unless `loop_counters` send the same statements on the loop;
+    `enter` and `leave` are what the middleware awaits."""
 
     def __init__(
         self,
@@ -127,6 +132,7 @@ class RateLimits:
         clock: Clock = time.monotonic,
         counters: Counters | None = None,
         bridge: SyncBridge | None = None,
+        loop_counters: LoopCounters | None = None,
     ) -> None:
         for limit in (requests_per_minute, streams_per_user, uploads_per_minute):
             check_limit(limit)
@@ -134,6 +140,7 @@ class RateLimits:
         self.streams_per_user = streams_per_user
         self.counters = counters or InMemoryCounters(clock)
         self.bridge = bridge
+        self.loop_counters = loop_counters
         self.streams = HeldStreams()
         self.refused: dict[Limit, int] = {"requests": 0, "streams": 0, "uploads": 0}
         self._lock = threading.Lock()
@@ -141,35 +148,22 @@ class RateLimits:
         self._refresher: asyncio.Task[None] | None = None
 
     def admit(self, key: str, *, upload: bool = False, stream: bool = False) -> Refusal | None:
-        """Count the request, or say why not; an admitted stream holds a slot until
-        `release_stream`. Nothing is counted for a refused request."""
-        slot = None
-        if stream and not upload:  # a slot and the request counted in one step
-            slot, over = self._shared(
-                (UNCOUNTED, None), self.counters.admit_stream, key,
-                requests=self.requests_per_minute, streams=self.streams_per_user,
-            )  # fmt: skip
-            if over is not None:
-                return self._refuse(Refusal(over.limit, max(1, math.ceil(over.retry_after))))
-            if slot is None:
-                return self._refuse(Refusal("streams", STREAM_RETRY_AFTER))
-            self.streams.add(key, slot)
-            return None
+        """Count the request, or say why not; an admitted stream (never an upload) holds
+        a slot until `release_stream`. Nothing is counted for a refused request."""
         if stream:
-            slot = self._shared(UNCOUNTED, self.counters.open_stream, key, self.streams_per_user)
-            if slot is None:
-                return self._refuse(Refusal("streams", STREAM_RETRY_AFTER))
+            return self._admitted_stream(
+                key,
+                self._shared(
+                    (UNCOUNTED, None), self.counters.admit_stream, key,
+                    requests=self.requests_per_minute, streams=self.streams_per_user,
+                ),
+            )  # fmt: skip
         uploads = self.uploads_per_minute if upload else None
-        over = self._shared(
-            None, self.counters.hit, key, requests=self.requests_per_minute, uploads=uploads
+        return self._counted(
+            self._shared(
+                None, self.counters.hit, key, requests=self.requests_per_minute, uploads=uploads
+            )
         )
-        if over is not None:
-            if slot:
-                self._shared(None, self.counters.close_stream, slot)
-            return self._refuse(Refusal(over.limit, max(1, math.ceil(over.retry_after))))
-        if slot is not None:
-            self.streams.add(key, slot)
-        return None
 
     def release_stream(self, key: str) -> None:
         slot = self.streams.pop(key)
@@ -179,15 +173,69 @@ class RateLimits:
     async def enter(
         self, key: str, *, upload: bool = False, stream: bool = False
     ) -> Refusal | None:
-        """`admit`, off the event loop when the counters block."""
-        refusal = await self._run(self.admit, key, upload=upload, stream=stream)
+        """`admit`, on the loop's connections when there are, else off the loop when the
+        counters block."""
+        try:
+            refusal = await self._admit_on_loop(key, upload=upload, stream=stream)
+        except (StoreBusy, NeedsThread):
+            refusal = await self._run(self.admit, key, upload=upload, stream=stream)
         if refusal is None and stream:
             self._keep_leases()
         return refusal
 
     async def leave(self, key: str) -> None:
         """`release_stream`; carried through even if the request is being cancelled."""
-        await asyncio.shield(self._run(self.release_stream, key))
+        await asyncio.shield(self._release(key))
+
+    async def _admit_on_loop(self, key: str, *, upload: bool, stream: bool) -> Refusal | None:
+        """`admit` through `loop_counters` (`NeedsThread` without them)."""
+        loop = self.loop_counters
+        if loop is None:
+            raise NeedsThread("no counters on the loop")
+        if self._paused():  # fail open, as `admit`
+            return self._admitted_stream(key, (UNCOUNTED, None)) if stream else None
+        try:
+            if stream:
+                admission = await loop.admit_stream(
+                    key, requests=self.requests_per_minute, streams=self.streams_per_user
+                )
+                return self._admitted_stream(key, admission)
+            uploads = self.uploads_per_minute if upload else None
+            return self._counted(
+                await loop.hit(key, requests=self.requests_per_minute, uploads=uploads)
+            )
+        except CountersUnavailable as e:
+            self._pause(e)
+            return self._admitted_stream(key, (UNCOUNTED, None)) if stream else None
+
+    async def _release(self, key: str) -> None:
+        slot = self.streams.pop(key)
+        if not slot:
+            return
+        if self.loop_counters is not None and not self._paused():
+            try:
+                await self.loop_counters.close_stream(slot)
+                return
+            except CountersUnavailable as e:
+                self._pause(e)
+                return
+            except (StoreBusy, NeedsThread):
+                pass
+        await self._run(self._shared, None, self.counters.close_stream, slot)
+
+    def _admitted_stream(self, key: str, admission: StreamAdmission) -> Refusal | None:
+        slot, over = admission
+        if over is not None:
+            return self._refuse(Refusal(over.limit, max(1, math.ceil(over.retry_after))))
+        if slot is None:
+            return self._refuse(Refusal("streams", STREAM_RETRY_AFTER))
+        self.streams.add(key, slot)
+        return None
+
+    def _counted(self, over: Over | None) -> Refusal | None:
+        if over is None:
+            return None
+        return self._refuse(Refusal(over.limit, max(1, math.ceil(over.retry_after))))
 
     def _refuse(self, refusal: Refusal) -> Refusal:
         with self._lock:
@@ -196,16 +244,20 @@ class RateLimits:
 
     def _shared(self, default: T, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """`fn` of the counters; `default` while they cannot be reached (fail open)."""
-        if time.monotonic() < self._paused_until:
+        if self._paused():
             return default
         try:
             return fn(*args, **kwargs)
         except CountersUnavailable as e:
-            self._paused_until = time.monotonic() + PAUSE
-            log.warning(
-                "rate limits not counted for %.0f s (letting requests through): %s", PAUSE, e
-            )
+            self._pause(e)
             return default
+
+    def _paused(self) -> bool:
+        return time.monotonic() < self._paused_until
+
+    def _pause(self, e: CountersUnavailable) -> None:
+        self._paused_until = time.monotonic() + PAUSE
+        log.warning("rate limits not counted for %.0f s (letting requests through): %s", PAUSE, e)
 
     async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         if self.bridge is None:
