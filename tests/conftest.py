@@ -22,7 +22,6 @@ import psycopg
 import pytest
 from argon2 import PasswordHasher
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from adapters.bootstrap import bootstrap
 from adapters.bootstrap.in_memory import in_memory_sessions
@@ -38,6 +37,8 @@ from adapters.web_search import tavily as tavily_search
 from application import passwords
 from application.sessions import SessionService
 from projections.view import TRACKING_TABLE
+from tests.databases import create_database, drop_database
+from tests.databases import database_url as database_url_of
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -97,23 +98,6 @@ def servers(data_root: Path) -> Iterator[tuple[str, str]]:
         yield (database_url or embedded.database_url or "", nats_url or embedded.nats_url or "")
 
 
-def _database_url(admin_url: str, name: str) -> str:
-    params = conninfo_to_dict(admin_url)
-    params["dbname"] = name
-    return make_conninfo("", **params)
-
-
-def _create_database(admin_url: str, name: str, template: str | None = None) -> None:
-    copy = f' TEMPLATE "{template}"' if template else ""
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"{copy}')
-
-
-def _drop_database(admin_url: str, name: str) -> None:
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 @pytest.fixture(scope="session")
 def template_database(servers: tuple[str, str], data_root: Path) -> Iterator[str]:
     """The name of a database with every table, function and trigger `bootstrap` makes,
@@ -128,8 +112,8 @@ def template_database(servers: tuple[str, str], data_root: Path) -> Iterator[str
     """
     admin_url, nats = servers
     name = f"tokendance_template_{uuid.uuid4().hex[:8]}"  # servers of your own may be shared
-    _create_database(admin_url, name)
-    url = _database_url(admin_url, name)
+    create_database(admin_url, name)
+    url = database_url_of(admin_url, name)
     made = Settings(nats_stream="TEMPLATE", db_pool_size=2, data_dir=data_root / name)
     bootstrap(made, database_url=url, nats_url=nats, llm=UnconfiguredLLM()).close()
     with psycopg.connect(url, autocommit=True) as conn:
@@ -157,7 +141,7 @@ def template_database(servers: tuple[str, str], data_root: Path) -> Iterator[str
             (name,),
         )
     yield name
-    _drop_database(admin_url, name)
+    drop_database(admin_url, name)
 
 
 @pytest.fixture
@@ -167,11 +151,11 @@ def database_url(servers: tuple[str, str], request: pytest.FixtureRequest) -> It
     admin_url = servers[0]
     name = f"test_{uuid.uuid4().hex[:16]}"
     if request.node.get_closest_marker("empty_database"):
-        _create_database(admin_url, name)
+        create_database(admin_url, name)
     else:
-        _create_database(admin_url, name, request.getfixturevalue("template_database"))
-    yield _database_url(admin_url, name)
-    _drop_database(admin_url, name)
+        create_database(admin_url, name, request.getfixturevalue("template_database"))
+    yield database_url_of(admin_url, name)
+    drop_database(admin_url, name)
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from adapters.config.settings import Settings
+from tests.databases import own_database
 from tests.e2e.client import Server
 
 SCRIPTS = Path(__file__).parent / "scripts"
@@ -70,3 +72,28 @@ def start_server(
     yield start
     for server in reversed(started):
         server.stop()
+
+
+@contextlib.contextmanager
+def module_server(
+    servers: tuple[str, str],
+    data_root: Path,
+    template: str,
+    script: str | Path | None = None,
+    *,
+    extra_env: dict[str, str] | None = None,
+) -> Iterator[Server]:
+    """One server for a module's tests, on a database (a copy of the template) and a
+    stream of its own: for a module whose tests each act as a user of their own, so
+    that none sees what another wrote. Each start of a server costs seconds."""
+    admin_url, nats_url = servers
+    stream = f"T{uuid.uuid4().hex[:12].upper()}"
+    with own_database(admin_url, template) as url:
+        server = Server(
+            url, nats_url, stream, data_root / f"e2e-{stream.lower()}",
+            script=script_path(script), extra_env={**UNLIMITED, **(extra_env or {})},
+        )  # fmt: skip
+        try:
+            yield server.start()
+        finally:
+            server.stop()

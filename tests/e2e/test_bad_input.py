@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -19,7 +21,7 @@ from tests.e2e.client import (
     sign_up,
     wait_until,
 )
-from tests.e2e.conftest import StartServer
+from tests.e2e.conftest import StartServer, module_server
 
 pytestmark = [pytest.mark.e2e]
 
@@ -48,9 +50,16 @@ class World:
         return events.json()["items"], listed.json()["total"]
 
 
+@pytest.fixture(scope="module")
+def server(servers: tuple[str, str], data_root: Path, template_database: str) -> Iterator[Server]:
+    """One server for the module: each test signs up a user of its own on it."""
+    with module_server(servers, data_root, template_database) as started:
+        yield started
+
+
 @pytest.fixture
-def world(start_server: StartServer) -> World:
-    return World(start_server(None))
+def world(server: Server) -> World:
+    return World(server, f"bad-{uuid.uuid4().hex[:8]}@example.com")
 
 
 def names(body: dict[str, object], *fields: str) -> None:

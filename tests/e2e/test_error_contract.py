@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from tests.e2e.client import Server, assert_error, sign_up
-from tests.e2e.conftest import StartServer
+from tests.e2e.conftest import module_server
 
 pytestmark = [pytest.mark.e2e]
 
@@ -25,10 +27,10 @@ BODY_LIMIT = 2 * MiB  # adapters/http/app.py MAX_BODY
 class World:
     """A user with a session, and the means to see that nothing moved."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Server, email: str) -> None:
         self.server = server
         self.anon = server.client()
-        account = sign_up(self.anon, "contract@example.com")
+        account = sign_up(self.anon, email)
         self.http = server.client(str(account["access_token"]))
         self.workspace = str(account["workspace_id"])
         created = self.http.post("/api/v1/sessions/", json={"workspace_id": self.workspace})
@@ -49,9 +51,17 @@ class World:
         return events.json()["items"], listed.json()["total"], memories.json(), files.json()
 
 
+@pytest.fixture(scope="module")
+def server(servers: tuple[str, str], data_root: Path, template_database: str) -> Iterator[Server]:
+    """One server for the module: each test signs up a user of its own on it."""
+    extra_env = {"TOKENDANCE_MAX_UPLOAD_BYTES": str(MiB)}
+    with module_server(servers, data_root, template_database, extra_env=extra_env) as started:
+        yield started
+
+
 @pytest.fixture
-def world(start_server: StartServer) -> World:
-    return World(start_server(None, extra_env={"TOKENDANCE_MAX_UPLOAD_BYTES": str(MiB)}))
+def world(server: Server) -> World:
+    return World(server, f"contract-{uuid.uuid4().hex[:8]}@example.com")
 
 
 def field_error(response: object, field: str) -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,17 +20,15 @@ from typing import Any, TypeVar
 
 import httpx
 import httpx2
-import psycopg
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import BlobResourceContents, CallToolResult, TextResourceContents
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from tests.e2e.chat_helpers import audit_log, user
 from tests.e2e.client import ERROR_KEYS, Server
-from tests.e2e.conftest import UNLIMITED, script_path
+from tests.e2e.conftest import module_server
 
 pytestmark = [pytest.mark.e2e]
 
@@ -62,24 +59,10 @@ class Delegated:
 
 
 @pytest.fixture(scope="module")
-def server(servers: tuple[str, str], data_root: Path) -> Iterator[Server]:
+def server(servers: tuple[str, str], data_root: Path, template_database: str) -> Iterator[Server]:
     """One server for the module, on a database and a stream of its own."""
-    admin_url, nats_url = servers
-    name = f"test_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    stream = f"T{uuid.uuid4().hex[:12].upper()}"
-    started = Server(
-        make_conninfo("", **{**conninfo_to_dict(admin_url), "dbname": name}), nats_url, stream,
-        data_root / f"e2e-mcp-{stream.lower()}", script=script_path("mcp_server"),
-        extra_env=UNLIMITED,
-    )  # fmt: skip
-    try:
-        yield started.start()
-    finally:
-        started.stop()
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with module_server(servers, data_root, template_database, "mcp_server") as started:
+        yield started
 
 
 def account(server: Server, email: str) -> Account:
