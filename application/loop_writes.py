@@ -14,7 +14,7 @@ command is judged again on the log: the outcome is the one the thread path gives
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -25,6 +25,7 @@ from eventsourcing.persistence import IntegrityError, PersistenceError, StoredEv
 
 from application.bridge import SyncBridge
 from application.receipt import Receipt
+from domain.events import SessionEvent, as_session_event
 
 
 class AsyncEventRecorder(Protocol):
@@ -117,6 +118,30 @@ class LoopWrites:
         if self.snapshot_due(stage.processing):  # the aggregate's snapshot, now and then
             await bridge(self.keep_snapshots, stage.processing)
         return receipt
+
+    async def events_after_on_loop(
+        self, bridge: SyncBridge, session_id: UUID, after: int
+    ) -> list[SessionEvent]:
+        """The session's stored events after version `after`, read from the loop and
+        decoded here when every personal key they need is in memory; else through
+        `bridge` (a busy pool too). The same events either way."""
+        recorder = self.loop_recorder
+        if recorder is not None:
+            try:
+                stored = await recorder.select_events(session_id, gt=after or None)
+                return [as_session_event(self.decoded(s)) for s in stored]
+            except (StoreBusy, NeedsThread):
+                pass
+        return await bridge(lambda: list(self.session_events(session_id, after=after)))
+
+    def decoded(self, stored: StoredEvent) -> object:
+        """`stored` as its domain event, or `NeedsThread` if that needs the database."""
+        raise NotImplementedError  # `SessionService`
+
+    def session_events(
+        self, session_id: UUID, *, after: int = 0, limit: int | None = None
+    ) -> Iterator[SessionEvent]:
+        raise NotImplementedError  # `SessionService`
 
     def snapshot_due(self, processing: ProcessingEvent[UUID]) -> bool:
         raise NotImplementedError  # `SessionService`

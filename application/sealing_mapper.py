@@ -19,6 +19,7 @@ from eventsourcing.application import Application
 from eventsourcing.domain import DomainEventProtocol
 from eventsourcing.persistence import Mapper, StoredEvent
 
+from application.loop_writes import NeedsThread
 from application.ports import PersonalKeys
 from domain.personal_data import ERASED, PERSONAL, UNREADABLE, PersonalFields
 
@@ -55,13 +56,20 @@ class SealingMapper(Mapper[UUID]):
         object.__setattr__(sealed, "__dict__", state)
         return super().to_stored_event(sealed)
 
-    def to_domain_event(self, stored_event: StoredEvent) -> DomainEventProtocol[UUID]:
+    def to_domain_event(
+        self, stored_event: StoredEvent, *, in_memory: bool = False
+    ) -> DomainEventProtocol[UUID]:
+        """The event, its personal fields opened; with `in_memory`, `NeedsThread` rather
+        than a key read from the database."""
         event = super().to_domain_event(stored_event)
         keys = self.keys
         personal = PERSONAL.get(type(event))
+        owner = getattr(event, personal.owner, None) if personal else None
         # Only an event naming its owner was sealed (older ones hold plain text).
-        if keys is None or personal is None or getattr(event, personal.owner, None) is None:
+        if keys is None or personal is None or owner is None:
             return event
+        if in_memory and not keys.held(owner):
+            raise NeedsThread(f"the key of user {owner} is not in memory")
         where = f"{stored_event.originator_id} v{stored_event.originator_version}"
 
         def open_(text: str) -> str:

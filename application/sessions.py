@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator, Sequence
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, ProcessingEvent
-from eventsourcing.persistence import IntegrityError, JSONTranscoder
+from eventsourcing.persistence import IntegrityError, JSONTranscoder, StoredEvent
 from eventsourcing.utils import EnvType
 
 from application.aggregate_fold import fold_events
@@ -158,6 +158,9 @@ class SessionService(RunCommands, SessionLoans, LoopWrites, SealsPersonalData):
         """The session's stored events with version greater than `after`, in order."""
         stored = self.events.get(session_id, gt=after or None, limit=limit)
         return iter([as_session_event(e) for e in stored])
+
+    def decoded(self, stored: StoredEvent) -> object:
+        return self.mapper.to_domain_event(stored, in_memory=True)
 
     # -- plumbing ---------------------------------------------------------------
 

@@ -190,7 +190,7 @@ class SessionFeed:
             await self.hub.leave(session_id, inbox)
 
     async def events_after(self, session_id: UUID, after: int) -> list[SessionEvent]:
-        return await self.bridge(_events_after, self.sessions, session_id, after)
+        return await self.sessions.events_after_on_loop(self.bridge, session_id, after)
 
     def connection(self) -> NATS | None:
         nc = self._connection()
@@ -317,7 +317,3 @@ class _Reader:
         if self.hub.is_live(self.session_id):
             return CHECK_NATS
         return CHECK_NATS if self.tail is not None and self.tail.live else POLL_WITHOUT_NATS
-
-
-def _events_after(sessions: SessionService, session_id: UUID, after: int) -> list[SessionEvent]:
-    return list(sessions.session_events(session_id, after=after))

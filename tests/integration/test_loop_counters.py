@@ -6,8 +6,7 @@ loop pool handled as the threads' path handles it."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
-from typing import ParamSpec, TypeVar
+from collections.abc import AsyncIterator
 
 import pytest
 from eventsourcing.postgres import PostgresDatastore
@@ -18,24 +17,10 @@ from adapters.postgres.limit_counters import PostgresCounters
 from adapters.postgres.loop_counters import PostgresLoopCounters
 from adapters.postgres.loop_pool import LoopPool
 from application.bridge import SyncBridge
+from tests.fakes.bridge import CountingBridge
 from tests.integration.test_limit_counters import Clock
 
 pytestmark = pytest.mark.integration
-
-P = ParamSpec("P")
-T = TypeVar("T")
-
-
-class CountingBridge(SyncBridge):
-    """The store's threads, counting what is sent through them."""
-
-    def __init__(self) -> None:
-        super().__init__(2)
-        self.calls = 0
-
-    async def __call__(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        self.calls += 1
-        return await super().__call__(fn, *args, **kwargs)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from application.loop_writes import StoreBusy
 from application.sessions import SessionService
 from domain.errors import DomainError
 from domain.values import PlanItem
+from tests.fakes.bridge import CountingBridge
 from tests.fakes.engine import make_engine, scripted
 from tests.fakes.store_reads import reads_of
 
@@ -41,6 +42,19 @@ class Watched(InMemoryLoopRecorder):
             raise StoreBusy("no connection free")
         self.inserts += 1
         return await super().insert_events(stored_events)
+
+    async def select_events(
+        self,
+        originator_id: UUID,
+        *,
+        gt: int | None = None,
+        lte: int | None = None,
+        desc: bool = False,
+        limit: int | None = None,
+    ) -> list[StoredEvent]:
+        if self.busy:
+            raise StoreBusy("no connection free")
+        return await super().select_events(originator_id, gt=gt, lte=lte, desc=desc, limit=limit)
 
 
 def started(sessions: SessionService) -> tuple[UUID, UUID]:
@@ -147,6 +161,37 @@ async def test_a_key_not_in_memory_is_loaded_on_the_thread(bridge: SyncBridge) -
             bridge, sessions.append_user_message, sid, "again", author_id=author
         )
     assert loop.inserts == 1 and keys.sealed == [author, author], "then on the loop"
+
+
+async def test_a_stream_s_read_on_the_loop_gives_the_thread_s_events() -> None:
+    """The events after a version, read from the loop: those the thread reads, decoded
+    on the loop while their authors' keys are in memory, on the thread when not."""
+    sessions = in_memory_sessions()
+    sessions.loop_recorder = Watched(sessions)
+    keys = Keys()
+    sessions.seal_with(keys)
+    sid, _ = started(sessions)
+    author = uuid4()
+    sessions.append_user_message(sid, "secret", author_id=author)
+    sessions.update_plan(sid, plan("d"))
+
+    def seen(events: Sequence[object]) -> list[tuple[int, str, object]]:
+        return [(e.originator_version, type(e).__name__, vars(e)) for e in events]  # type: ignore[attr-defined]
+
+    expected = seen(list(sessions.session_events(sid, after=2)))
+    assert [v for v, _, _ in expected] == [3, 4, 5] and "secret" in str(expected)
+    bridge = CountingBridge()
+    try:
+        assert seen(await sessions.events_after_on_loop(bridge, sid, 2)) == expected
+        assert bridge.calls == 1, "the author's key is not in memory: read on the thread"
+        keys.loaded.add(author)
+        assert seen(await sessions.events_after_on_loop(bridge, sid, 2)) == expected
+        assert bridge.calls == 1, "with the key held, decoded on the loop"
+        sessions.loop_recorder = Watched(sessions, busy=True)
+        assert seen(await sessions.events_after_on_loop(bridge, sid, 2)) == expected
+        assert bridge.calls == 2, "a busy pool: through the thread"
+    finally:
+        bridge.close()
 
 
 class Keys:

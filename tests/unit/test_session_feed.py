@@ -119,6 +119,11 @@ class CountingSessions:
         self.read_after.append(after)
         return self.inner.session_events(session_id, after=after)
 
+    async def events_after_on_loop(
+        self, bridge: SyncBridge, session_id: UUID, after: int
+    ) -> list[object]:
+        return list(self.session_events(session_id, after))
+
 
 def feed_on(
     sessions: SessionService,
