@@ -8,9 +8,11 @@
 
 VENV := .venv
 BIN := $(VENV)/bin
-# Two test processes by default (2 cores measured; WORKERS=1 runs one, WORKERS=auto one a
-# core): each has its own Postgres, NATS and fork server, every test its own database.
-WORKERS ?= 2
+# Three test processes by default: on 2 cores the suite's tests wait on the servers they
+# start, and three finished the suite 1.5-2 minutes sooner than two (docs/development.md).
+# WORKERS=1 runs one, WORKERS=auto one a core. Each has its own Postgres, NATS and fork
+# server, every test its own database.
+WORKERS ?= 3
 PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist worksteal
 # The web app's Vite needs Node.js 20.19+ or 22.12+; with an older one it is not checked.
 NODE_OK := node -e 'const [a,b]=process.versions.node.split(".").map(Number);process.exit(a===20&&b>=19||a===22&&b>=12||a>22?0:1)'
