@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -61,14 +62,21 @@ def _quietly_import_pgserver() -> None:
 def stop_postgres(pgdata: Path) -> None:
     """Stop the postgres running in `pgdata`, if any (fast shutdown)."""
     _quietly_import_pgserver()
-    from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
     from pgserver.utils import PostmasterInfo
 
     info = PostmasterInfo.read_from_pgdata(pgdata)
     if info is None or not info.is_running():
         return
     with contextlib.suppress(subprocess.CalledProcessError):
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=_pgserver_user(), timeout=30)
+        _pg_ctl(["-w", "-m", "fast", "stop"], pgdata, timeout=30)
+
+
+def _pg_ctl(args: list[str], pgdata: Path, *, timeout: int) -> None:
+    """pgserver's `pg_ctl` (which its package does not export) as pgserver's user."""
+    from pgserver import _commands
+
+    pg_ctl: Callable[..., object] = vars(_commands)["pg_ctl"]
+    pg_ctl(args, pgdata=pgdata, user=_pgserver_user(), timeout=timeout)
 
 
 class EmbeddedPostgres:
@@ -104,14 +112,9 @@ class EmbeddedPostgres:
             if row is not None and int(row[0]) >= MAX_CONNECTIONS:
                 return
             conn.execute(f"ALTER SYSTEM SET max_connections = {MAX_CONNECTIONS}")
-        from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
-
         log.info("embedded Postgres: max_connections %d (restarting it once)", MAX_CONNECTIONS)
         log_file = str(self.pgdata / "log")  # where pgserver has it write
-        pg_ctl(
-            ["-w", "-m", "fast", "-l", log_file, "restart"],
-            pgdata=self.pgdata, user=_pgserver_user(), timeout=60,
-        )  # fmt: skip
+        _pg_ctl(["-w", "-m", "fast", "-l", log_file, "restart"], self.pgdata, timeout=60)
 
     def _prepare_database(self, admin_url: str) -> None:
         with psycopg.connect(admin_url, autocommit=True) as conn:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
@@ -43,18 +44,10 @@ class Watched(InMemoryLoopRecorder):
         self.inserts += 1
         return await super().insert_events(stored_events)
 
-    async def select_events(
-        self,
-        originator_id: UUID,
-        *,
-        gt: int | None = None,
-        lte: int | None = None,
-        desc: bool = False,
-        limit: int | None = None,
-    ) -> list[StoredEvent]:
+    async def select_events(self, originator_id: UUID, **bounds: Any) -> list[StoredEvent]:
         if self.busy:
             raise StoreBusy("no connection free")
-        return await super().select_events(originator_id, gt=gt, lte=lte, desc=desc, limit=limit)
+        return await super().select_events(originator_id, **bounds)
 
 
 def started(sessions: SessionService) -> tuple[UUID, UUID]:
