@@ -7,6 +7,8 @@ import base64
 import json
 import time
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import jwt
@@ -20,11 +22,19 @@ from tests.e2e.client import (
     read_sse,
     sign_up,
 )
-from tests.e2e.conftest import StartServer
+from tests.e2e.conftest import StartServer, module_server
 
 pytestmark = [pytest.mark.e2e]
 
 SECRET = "e2e-secret-" + "x" * 32  # what tests/e2e/client.py gives the server
+
+
+@pytest.fixture(scope="module")
+def server(servers: tuple[str, str], data_root: Path, template_database: str) -> Iterator[Server]:
+    """One server for the module's tests that need no settings of their own: each signs
+    up users of its own on it."""
+    with module_server(servers, data_root, template_database) as started:
+        yield started
 
 
 def as_user(server: Server, token: object) -> httpx.Client:
@@ -49,8 +59,7 @@ def with_claims(token: str, **changes: object) -> str:
     return ".".join([head, forged, signature])
 
 
-def test_bad_tokens_get_401_with_their_codes(start_server: StartServer) -> None:
-    server = start_server(None)
+def test_bad_tokens_get_401_with_their_codes(server: Server) -> None:
     anon = server.client()
     a = sign_up(anon, "tok@example.com")
     other = sign_up(anon, "other@example.com")
@@ -95,12 +104,11 @@ def test_bad_tokens_get_401_with_their_codes(start_server: StartServer) -> None:
     assert as_user(server, access).get(url).status_code == 200
 
 
-def test_login_and_refresh_answer_200_ok(start_server: StartServer) -> None:
+def test_login_and_refresh_answer_200_ok(server: Server) -> None:
     """A login or a refresh creates no resource: 200 OK with the token body (RFC 6749 5.1).
 
     (Litestar's default for a POST is 201 Created; these handlers must say 200.)
     """
-    server = start_server(None)
     anon = server.client()
     a = sign_up(anon, "status@example.com")
     login = anon.post(
@@ -142,8 +150,7 @@ def test_an_expired_access_token_is_refused_and_the_refresh_token_still_works(
     assert_error(again.get("/api/v1/workspaces/"), 401, "TOKEN_EXPIRED")
 
 
-def test_logout_revokes_the_login_and_only_that_one(start_server: StartServer) -> None:
-    server = start_server(None)
+def test_logout_revokes_the_login_and_only_that_one(server: Server) -> None:
     anon = server.client()
     a = sign_up(anon, "logout@example.com")
     second = anon.post(
@@ -179,9 +186,8 @@ def test_logout_revokes_the_login_and_only_that_one(start_server: StartServer) -
 
 
 def test_refresh_rotates_and_a_reused_refresh_token_revokes_the_whole_login(
-    start_server: StartServer,
+    server: Server,
 ) -> None:
-    server = start_server(None)
     anon = server.client()
     first = sign_up(anon, "rotate@example.com")
 
@@ -220,8 +226,7 @@ def test_refresh_rotates_and_a_reused_refresh_token_revokes_the_whole_login(
     )
 
 
-def test_wrong_credentials_get_one_answer(start_server: StartServer) -> None:
-    server = start_server(None)
+def test_wrong_credentials_get_one_answer(server: Server) -> None:
     anon = server.client()
     first = sign_up(anon, "creds@example.com")
     wrong_password = anon.post(
