@@ -86,7 +86,7 @@ def staged(stage: Staged) -> None:
 
 
 class LoopWrites:
-    """`change_on_loop`, mixed into `SessionService`."""
+    """`change_on_loop` and `events_after_on_loop`, mixed into `SessionService`."""
 
     loop_recorder: AsyncEventRecorder | None = None  # set by the bootstrap
 

@@ -194,11 +194,11 @@ class PostgresCounters(SharedTables):
     ) -> tuple[float, dict[str, object]]:
         """The time now and `HIT`'s parameters."""
         now = self._clock()
-        window = math.floor(now / self.window)
+        window, elapsed = self._window_at(now)
         return now, {
             "caller": key,
             "window": window,
-            "weight": 1 - (now - window * self.window) / self.window,
+            "weight": 1 - elapsed / self.window,
             "uploads": 0 if uploads is None else 1,
             "max_requests": requests,
             "max_uploads": uploads or 0,
@@ -210,7 +210,7 @@ class PostgresCounters(SharedTables):
         """What `HIT`'s row says: admitted, or which counter is full and for how long."""
         if row["admitted"]:
             return None
-        elapsed = now - math.floor(now / self.window) * self.window
+        _, elapsed = self._window_at(now)
         counter: Counted = "requests"
         limit = requests
         if uploads is not None:
@@ -240,10 +240,10 @@ class PostgresCounters(SharedTables):
     ) -> tuple[float, tuple[object, ...]]:
         """The time now and `ADMIT`'s parameters (a new slot's id among them)."""
         now = self._clock()
-        window = math.floor(now / self.window)
+        window, elapsed = self._window_at(now)
         return now, (
             uuid.uuid4(), key, self.owner, now + self.lease, now, streams, window,
-            1 - (now - window * self.window) / self.window, requests,
+            1 - elapsed / self.window, requests,
         )  # fmt: skip
 
     def admit_outcome(self, row: DictRow, now: float, requests: int) -> StreamAdmission:
@@ -252,7 +252,7 @@ class PostgresCounters(SharedTables):
             return None, None
         if row["admitted"]:
             return str(row["slot"]), None
-        elapsed = now - math.floor(now / self.window) * self.window
+        _, elapsed = self._window_at(now)
         wait = self._room_in(requests, row["previous_requests"], row["current_requests"], elapsed)
         return None, Over("requests", min(max(wait, 0.0), self.window))
 
@@ -276,7 +276,7 @@ class PostgresCounters(SharedTables):
 
     def sweep_params(self) -> tuple[int, float]:
         now = self._clock()
-        return math.floor(now / self.window) - 1, now - self.lease
+        return self._window_at(now)[0] - 1, now - self.lease
 
     def sweep_due(self) -> bool:
         """Whether it is time to sweep (then not again for `SWEEP_EVERY` seconds)."""
@@ -285,6 +285,11 @@ class PostgresCounters(SharedTables):
             return False
         self._next_sweep = now + SWEEP_EVERY
         return True
+
+    def _window_at(self, now: float) -> tuple[int, float]:
+        """The fixed window `now` falls in, and the seconds of it gone by."""
+        window = math.floor(now / self.window)
+        return window, now - window * self.window
 
     def _room_in(self, limit: int, previous: int, current: int, elapsed: float) -> float:
         """Seconds until `previous * weight + current + 1 <= limit` (weight falling to 0)."""

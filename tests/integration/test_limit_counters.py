@@ -217,9 +217,17 @@ async def test_without_postgres_the_limits_let_requests_through_and_say_so(
         counters=PostgresCounters(unreachable),
         bridge=container.bridge,
     )
+    await lets_through(limits, caplog, upload=True)
+
+
+async def lets_through(
+    limits: RateLimits, caplog: pytest.LogCaptureFixture, *, upload: bool
+) -> None:
+    """Limits of one request and one stream a minute that let three of each through
+    (and their slots go), saying that they do not count."""
     with caplog.at_level(logging.WARNING, logger="adapters.http.middleware.limits"):
         for _ in range(3):
-            assert await limits.enter("user:1", upload=True) is None
+            assert await limits.enter("user:1", upload=upload) is None
             assert await limits.enter("user:1", stream=True) is None
     assert limits.streams.total == 3
     for _ in range(3):

@@ -5,7 +5,6 @@ loop pool handled as the threads' path handles it."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator
 
 import pytest
@@ -18,7 +17,7 @@ from adapters.postgres.loop_counters import PostgresLoopCounters
 from adapters.postgres.loop_pool import LoopPool
 from application.bridge import SyncBridge
 from tests.fakes.bridge import CountingBridge
-from tests.integration.test_limit_counters import Clock
+from tests.integration.test_limit_counters import Clock, lets_through
 
 pytestmark = pytest.mark.integration
 
@@ -143,15 +142,7 @@ async def test_a_failing_statement_on_the_loop_lets_requests_through_and_says_so
     counters = made(PostgresCounters(datastore))
     limits = limits_on(counters, nowhere, bridge, 1, 1)
     try:
-        with caplog.at_level(logging.WARNING, logger="adapters.http.middleware.limits"):
-            for _ in range(3):
-                assert await limits.enter("user:1") is None
-                assert await limits.enter("user:1", stream=True) is None
-        assert limits.streams.total == 3
-        for _ in range(3):
-            await limits.leave("user:1")
-        assert limits.streams.total == 0
-        assert any("not counted" in r.getMessage() for r in caplog.records), caplog.text
+        await lets_through(limits, caplog, upload=False)
         assert bridge.calls == 0, "the failure paused the counting: nothing went to a thread"
     finally:
         await nowhere.close()

@@ -226,13 +226,14 @@ class RateLimits:
     def _admitted_stream(self, key: str, admission: StreamAdmission) -> Refusal | None:
         slot, over = admission
         if over is not None:
-            return self._refuse(Refusal(over.limit, max(1, math.ceil(over.retry_after))))
+            return self._counted(over)
         if slot is None:
             return self._refuse(Refusal("streams", STREAM_RETRY_AFTER))
         self.streams.add(key, slot)
         return None
 
     def _counted(self, over: Over | None) -> Refusal | None:
+        """No refusal, or the one for the full counter, retried in whole seconds."""
         if over is None:
             return None
         return self._refuse(Refusal(over.limit, max(1, math.ceil(over.retry_after))))
