@@ -16,6 +16,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from adapters.bootstrap import bootstrap
+from adapters.bootstrap.background import Background
 from adapters.config.settings import Settings
 from adapters.processes.embedded import EmbeddedServers
 from adapters.system import System
@@ -65,7 +66,7 @@ def bench_system(*, projections: bool = True, **settings: object) -> Iterator[Sy
             Settings(nats_stream=fresh.stream, data_dir=fresh.root).override(**settings),
             database_url=fresh.database_url,
             nats_url=fresh.nats_url,
-            projections=projections,
+            background=Background(projections=projections),
         )
         try:
             yield system

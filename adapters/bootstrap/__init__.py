@@ -21,8 +21,8 @@ from eventsourcing.postgres import (
     PostgresFactory,
     PostgresTrackingRecorder,
 )
-from nats.js import JetStreamContext
 
+from adapters.bootstrap.background import Background, build_services
 from adapters.bootstrap.http import build_http
 from adapters.bootstrap.in_memory import in_memory_sessions
 from adapters.bootstrap.parts import (
@@ -41,8 +41,8 @@ from adapters.deltas import NullDeltaSink
 from adapters.llm.tokens import TiktokenCounter
 from adapters.mcp.client import McpConnections
 from adapters.mcp.operator import operator_servers
+from adapters.nats.link import NatsLink
 from adapters.nats.live import NatsDeltaSink
-from adapters.nats.stream import EventStream
 from adapters.observability.telemetry import traced_llm, traced_tools, tracer_provider_from_env
 from adapters.observability.telemetry_runs import run_tracing
 from adapters.personal_keys import UserKeys
@@ -56,7 +56,6 @@ from adapters.postgres.personal_copies import PostgresPersonalCopies
 from adapters.postgres.recorder import LockedInsertRecorder
 from adapters.postgres.schema_lock import schema_lock
 from adapters.postgres.user_keys import PostgresKeyStore
-from adapters.services import Services
 from adapters.slides.office import Office
 from adapters.slides.previews import SlidePreviews
 from adapters.slides.renderer import PptxRenderer
@@ -108,7 +107,6 @@ if TYPE_CHECKING:  # the SDK is imported only when spans are exported
 
 
 Clock = Callable[[], float]  # seconds since the epoch
-StreamFactory = Callable[[JetStreamContext, str], EventStream]
 
 
 def bootstrap(
@@ -123,19 +121,15 @@ def bootstrap(
     counter: TokenCounter | None = None,
     clock: Clock | None = None,
     engine_settings: EngineSettings | None = None,
-    relay: bool = True,
-    projections: bool = True,
-    stream_factory: StreamFactory | None = None,
-    relay_batch_size: int = 256,
     prices: PriceTable | None = None,
-    standby: bool = False,
+    background: Background | None = None,
 ) -> System:
     """The whole system on the servers at `database_url` and `nats_url` (tables created).
 
     `tools` replaces the built-in tools (pass `[*build_tools(settings), extra]` to add
     one); `deltas` defaults to core NATS; `clock` is the accounts' (token expiry).
-    The background services are built, not started: `await system.services.start()`.
-    `standby`: other processes run the same projections (one is active per view).
+    `background` says which background duties run here (all of them by default); they
+    are built, not started: `await system.services.start()`.
     """
     blobs = blobs if blobs is not None else build_blobs(settings)
     with schema_lock(database_url):  # other roles may be starting at the same moment
@@ -144,15 +138,9 @@ def bootstrap(
         assert isinstance(factory, PostgresFactory)
         snapshots = PostgresContextSnapshots(factory.datastore)
         snapshots.create_table()
-    services = Services(
-        container,
-        relay_enabled=relay,
-        projections_enabled=projections,
-        relay_batch_size=relay_batch_size,
-        stream_factory=stream_factory or EventStream,
-        standby=standby,
-    )
-    live = deltas or NatsDeltaSink(lambda: services.nats, settings.nats_stream)
+    link = NatsLink(nats_url)
+    services = build_services(container, link, background or Background())
+    live = deltas or NatsDeltaSink(link, settings.nats_stream)
     telemetry = tracer_provider_from_env(os.environ)  # one per process, closed with it
     spend = LoopSpendReader(container.loop_pool, container.usage, container.bridge)
     enforcer = BudgetEnforcer(spend, container.accounts, container.bridge)

@@ -126,7 +126,7 @@ def session_feed(
     return SessionFeed(
         sessions=container.sessions,
         bridge=container.bridge,
-        connection=lambda: services.nats,
+        connection=services.link,
         stream=container.settings.nats_stream,
         tail=tail,
     )

@@ -13,7 +13,7 @@ from adapters.system import Engine, System
 
 def dispatch_runs_to_workers(system: System) -> RunQueue:
     """Make `system` an API replica: the runs it starts or resumes go to the workers."""
-    queue = RunQueue(lambda: system.services.nats, system.settings.nats_runs_stream)
+    queue = RunQueue(system.services.link, system.settings.nats_runs_stream)
     system.engine.scheduler.dispatch = queue
     return queue
 
@@ -23,7 +23,7 @@ def build_worker(system: System) -> Worker:
     s, c = system.settings, system.container
     return Worker(
         engine=system.engine,
-        queue=RunQueue(lambda: system.services.nats, s.nats_runs_stream),
+        queue=RunQueue(system.services.link, s.nats_runs_stream),
         locks=SessionRunLocks(AdvisoryLocks(c.database_url)),
         recorder=c.recorder,
         mapper=c.sessions.mapper,

@@ -16,6 +16,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 
 from adapters.bootstrap import bootstrap
+from adapters.bootstrap.background import EVERY_DUTY, NO_BACKGROUND, Background
 from adapters.bootstrap.parts import announce_model
 from adapters.bootstrap.roles import build_worker, dispatch_runs_to_workers
 from adapters.config.settings import Settings
@@ -47,10 +48,8 @@ def run_command(args: argparse.Namespace) -> None:
 def _system(
     settings: Settings,
     *,
-    relay: bool = True,
-    projections: bool = True,
+    background: Background = EVERY_DUTY,
     role: str = "command",
-    standby: bool = False,
 ) -> Iterator[System]:
     """The servers the settings name, or embedded ones, and the system wired over them.
 
@@ -77,9 +76,7 @@ def _system(
             settings,
             database_url=settings.database_url or embedded.database_url or "",
             nats_url=settings.nats_url or embedded.nats_url or "",
-            relay=relay,
-            projections=projections,
-            standby=standby,
+            background=background,
         )
         try:
             yield system
@@ -121,7 +118,7 @@ def _api(settings: Settings, _: argparse.Namespace) -> None:
     from adapters.http.server import serve
 
     signal.signal(signal.SIGTERM, _interrupt)
-    system_of = _system(settings, relay=False, projections=False, role="api")
+    system_of = _system(settings, background=NO_BACKGROUND, role="api")
     with contextlib.suppress(KeyboardInterrupt), system_of as system:
         secret, stream = settings.signing_secret(), settings.nats_stream
         if asyncio.run(differing_at(system.container.nats_url, stream, secret)):
@@ -143,17 +140,20 @@ def _worker(settings: Settings, _: argparse.Namespace) -> None:
         finally:
             await system.stop()
 
-    _background(settings, run, role="worker", relay=False, projections=False)
+    _background(settings, run, role="worker", background=NO_BACKGROUND)
 
 
 def _relay(settings: Settings, _: argparse.Namespace) -> None:
-    _background(settings, _services_until_stopped, role="relay", projections=False)
+    _background(
+        settings, _services_until_stopped, role="relay", background=Background(projections=False)
+    )
 
 
 def _projections(settings: Settings, _: argparse.Namespace) -> None:
     """Keep every read model up to date; beside other such processes, one is active per
     log (for all the read models of that log)."""
-    _background(settings, _services_until_stopped, role="projections", relay=False, standby=True)
+    projections = Background(relay=False, standby=True)
+    _background(settings, _services_until_stopped, role="projections", background=projections)
 
 
 async def _services_until_stopped(system: System) -> None:
@@ -169,13 +169,11 @@ def _background(
     run: Callable[[System], Coroutine[object, object, None]],
     *,
     role: str,
-    relay: bool = True,
-    projections: bool = True,
-    standby: bool = False,
+    background: Background = EVERY_DUTY,
 ) -> None:
     """A role without HTTP: `run` until SIGTERM or SIGINT."""
     signal.signal(signal.SIGTERM, _interrupt)
-    system_of = _system(settings, relay=relay, projections=projections, role=role, standby=standby)
+    system_of = _system(settings, background=background, role=role)
     with system_of as system, contextlib.suppress(KeyboardInterrupt):
         run_loop(run(system))
 
@@ -202,7 +200,7 @@ def _replay(settings: Settings, args: argparse.Namespace) -> None:
     from adapters.commands.demo import run_replay
 
     require_recorded(settings, "replay")
-    with _system(settings, relay=False, projections=False) as system:
+    with _system(settings, background=NO_BACKGROUND) as system:
         identical = asyncio.run(run_replay(system, args.session_id))
     sys.exit(0 if identical else 1)
 
@@ -212,7 +210,7 @@ def _usage(settings: Settings, args: argparse.Namespace) -> None:
     from adapters.commands.usage_report import report
 
     require_recorded(settings, "usage")
-    with _system(settings, relay=False, projections=False) as system:
+    with _system(settings, background=NO_BACKGROUND) as system:
         print(report(system.container.usage, args))
         if note := empty_store_note(system, "usage"):
             print(note, file=sys.stderr)
@@ -222,7 +220,7 @@ def _teams(settings: Settings, args: argparse.Namespace) -> None:
     from adapters.commands.team_commands import run_teams
     from domain.errors import DomainError
 
-    with _system(settings, relay=False, projections=False) as system:
+    with _system(settings, background=NO_BACKGROUND) as system:
         try:
             print(run_teams(system.container.accounts, system.container.views.accounts, args))
         except DomainError as e:
@@ -232,13 +230,13 @@ def _teams(settings: Settings, args: argparse.Namespace) -> None:
 def _audit(settings: Settings, args: argparse.Namespace) -> None:
     from adapters.commands.audit_commands import run_audit
 
-    with _system(settings, relay=False, projections=False) as system:
+    with _system(settings, background=NO_BACKGROUND) as system:
         status = run_audit(system.container, args, sys.stdout, sys.stderr)
     sys.exit(status)
 
 
 def _reseal(settings: Settings, args: argparse.Namespace) -> None:
-    with _system(settings, relay=False, projections=False) as system:
+    with _system(settings, background=NO_BACKGROUND) as system:
         changed = system.container.accounts.reseal_mcp_secrets()
         keys = system.container.erasure.keys.reseal()
     print(
@@ -250,7 +248,7 @@ def _reseal(settings: Settings, args: argparse.Namespace) -> None:
 def _erase(settings: Settings, args: argparse.Namespace) -> None:
     from adapters.commands.erase_command import run_erase
 
-    with _system(settings, relay=False, projections=False) as system:
+    with _system(settings, background=NO_BACKGROUND) as system:
         status = run_erase(system, args.user, sys.stdout, sys.stderr)
     sys.exit(status)
 
@@ -264,7 +262,7 @@ def _rebuild(settings: Settings, args: argparse.Namespace) -> None:
 
     from projections.rebuild import rebuild
 
-    with _system(settings, relay=False, projections=False) as system:
+    with _system(settings, background=NO_BACKGROUND) as system:
         container = system.container
         names = [args.name] if args.name else list(container.views)
         unknown = [n for n in names if n not in container.views]
@@ -298,7 +296,7 @@ def _reembed(settings: Settings, args: argparse.Namespace) -> None:
         embedder = build_embedder(args.embedder or settings.embedder)
     except (EmbedderUnavailable, ValueError) as e:
         sys.exit(f"tokendance memory reembed: {e}")
-    with _system(settings, relay=False, projections=False) as system:
+    with _system(settings, background=NO_BACKGROUND) as system:
         status = run_reembed(
             system.container.database_url, embedder, embedder_for,
             out=sys.stderr, tables=(MemoriesView.VECTORS, EPISODE_VECTORS),
@@ -309,7 +307,7 @@ def _reembed(settings: Settings, args: argparse.Namespace) -> None:
 def _graphs(settings: Settings, args: argparse.Namespace) -> None:
     from adapters.commands.memory_upkeep import run_graphs
 
-    with _system(settings, relay=False, projections=False) as system:
+    with _system(settings, background=NO_BACKGROUND) as system:
         status = run_graphs(system.container.database_url, out=sys.stdout)
     sys.exit(status)
 

@@ -80,9 +80,7 @@ class HttpParts:
             else None
         )
         signing = asyncio.create_task(
-            keep_answering(
-                lambda: self.services.nats, c.settings.nats_stream, c.settings.signing_secret()
-            )
+            keep_answering(self.services.link, c.settings.nats_stream, c.settings.signing_secret())
         )  # peers starting later check that they sign with the same secret
         try:
             async with self.mcp_sessions():

@@ -11,7 +11,7 @@ from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 
 from adapters.nats.connection import Backoff
-from adapters.nats.stream import BadMessage, EventStream, to_notification
+from adapters.nats.stream import BadMessage, EventStream, StreamUnavailable, to_notification
 from application.ports import FeedError
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ class JetStreamFeed:
                 # Nothing new (nats-py raises both its own and asyncio's timeout; both
                 # are TimeoutError). The subscription outlives reconnects, so keep it.
                 continue
-            except (NatsError, OSError) as e:
+            except (NatsError, OSError, StreamUnavailable) as e:
                 log.warning("feed %s waiting for NATS (%s)", self.durable, e or type(e).__name__)
                 subscription = None
                 await backoff.wait()

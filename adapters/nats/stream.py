@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from uuid import UUID
 
 import msgspec
 from eventsourcing.persistence import Notification
+from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
@@ -39,13 +40,28 @@ class BadMessage(Exception):
 
 
 class EventStream:
-    """A JetStream stream of stored events, `name` on subjects `<name>.events.<session>`."""
+    """A JetStream stream of stored events, `name` on subjects `<name>.events.<session>`,
+    on the connection `connection()` gives (`StreamUnavailable` while there is none)."""
 
-    def __init__(self, js: JetStreamContext, name: str, *, ack_timeout: float = 5.0) -> None:
-        self.js = js
+    def __init__(
+        self, connection: Callable[[], NATS | None], name: str, *, ack_timeout: float = 5.0
+    ) -> None:
+        self._connection = connection
+        self._js: tuple[NATS, JetStreamContext] | None = None
         self.name = name
         self.subjects = Subjects(name)
         self.ack_timeout = ack_timeout
+
+    @property
+    def js(self) -> JetStreamContext:
+        """The JetStream context of the current connection (one per client: it holds the
+        futures of the publishes awaiting their acks)."""
+        nc = self._connection()
+        if nc is None:
+            raise StreamUnavailable("NATS is not connected")
+        if self._js is None or self._js[0] is not nc:
+            self._js = (nc, nc.jetstream())
+        return self._js[1]
 
     def subject(self, session_id: UUID | str) -> str:
         return self.subjects.events(session_id)

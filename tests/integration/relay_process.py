@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from eventsourcing.persistence import Notification
 
 from adapters.bootstrap import bootstrap
+from adapters.bootstrap.background import Background
 from adapters.config.settings import Settings
 from adapters.nats.stream import EventStream
 
@@ -41,9 +42,7 @@ async def main(database_url: str, nats_url: str, stream: str, when: str, at: int
         Settings.from_env({**os.environ, "TOKENDANCE_NATS_STREAM": stream}),
         database_url=database_url,
         nats_url=nats_url,
-        projections=False,
-        relay_batch_size=5,
-        stream_factory=CrashingStream,
+        background=Background(projections=False, relay_batch_size=5, stream_factory=CrashingStream),
     )
     await system.services.start()
     print("relay started", flush=True)

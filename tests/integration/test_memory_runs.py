@@ -15,6 +15,7 @@ import pytest
 from litestar.testing import TestClient
 
 from adapters.bootstrap import bootstrap
+from adapters.bootstrap.background import Background
 from adapters.commands.demo import replay_events
 from adapters.config.settings import Settings
 from adapters.http.app import create_app
@@ -108,8 +109,10 @@ def test_the_server_gives_a_namespace_that_grew_large_a_graph_of_its_own(
     settings: Settings, database_url: str, nats_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(vector_graphs, "GRAPH_MIN", 3)
-    system = bootstrap(settings, database_url=database_url, nats_url=nats_url, llm=BySession())
-    system.services.graph_interval = 0.2
+    system = bootstrap(
+        settings, database_url=database_url, nats_url=nats_url, llm=BySession(),
+        background=Background(graph_interval=0.2),
+    )  # fmt: skip
     app = create_app(system)
     try:
         with TestClient(app) as client:
@@ -152,8 +155,10 @@ def test_what_a_run_taught_and_never_kept_is_kept_by_the_server_from_the_log(
     settings: Settings, database_url: str, nats_url: str
 ) -> None:
     llm = BySession()
-    system = bootstrap(settings, database_url=database_url, nats_url=nats_url, llm=llm)
-    system.services.memory_interval = 0.2
+    system = bootstrap(
+        settings, database_url=database_url, nats_url=nats_url, llm=llm,
+        background=Background(memory_interval=0.2),
+    )  # fmt: skip
     memory = system.engine.runner.memory
     assert memory is not None
     memory.auto = None  # the run keeps nothing: its process died before it got to

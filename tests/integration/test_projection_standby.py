@@ -9,6 +9,7 @@ from uuid import uuid4
 import pytest
 
 from adapters.bootstrap import bootstrap
+from adapters.bootstrap.background import Background
 from adapters.config.settings import Settings
 from adapters.llm.unconfigured import UnconfiguredLLM
 from adapters.system import System
@@ -25,7 +26,7 @@ async def two(settings: Settings, database_url: str, nats_url: str) -> AsyncIter
             database_url=database_url,
             nats_url=nats_url,
             llm=UnconfiguredLLM(),
-            standby=True,
+            background=Background(standby=True),
         )
         for _ in range(2)
     ]

@@ -152,7 +152,7 @@ async def test_consumers_left_by_runners_of_one_view_each_are_deleted_at_start(
     nc = await nats.connect(nats_url)
     try:
         js = nc.jetstream()
-        stream = EventStream(js, settings.nats_stream)
+        stream = EventStream(lambda: nc, settings.nats_stream)
         await stream.ensure()
         left = ["projection-sessions", "projection-usage"]
         for durable in [*left, "someone-elses"]:

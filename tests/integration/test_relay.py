@@ -12,6 +12,7 @@ from uuid import UUID, uuid4
 import psycopg
 import pytest
 
+from adapters.bootstrap.background import Background, build_services
 from adapters.container import Container
 from adapters.processes.embedded import EmbeddedNats
 from adapters.services import Services
@@ -90,8 +91,9 @@ async def test_full_reads_read_on_and_short_reads_wait_for_the_next_commit(
     """Batches of 4 and a poll so slow that only a NOTIFY can wake the relay in time: a
     burst fills batches (read on at once), a trickle gives short reads (then wait for
     the next commit); either way every event goes out once, in order, without the poll."""
-    relay_only = Services(
-        container, projections_enabled=False, relay_batch_size=4, relay_poll_interval=3600
+    relay_only = build_services(
+        container,
+        background=Background(projections=False, relay_batch_size=4, relay_poll_interval=3600),
     )
     await relay_only.start()
     try:
@@ -225,7 +227,7 @@ async def test_commands_go_on_while_nats_is_down_and_everything_catches_up(
     own_nats = EmbeddedNats(data_root / f"nats-{uuid4().hex[:8]}")
     nats_url = own_nats.start()
     container.nats_url = nats_url
-    services = Services(container)
+    services = build_services(container)
     await services.start()
     try:
         sid = new_session(container)
@@ -254,7 +256,7 @@ async def test_commands_go_on_while_nats_is_down_and_everything_catches_up(
 async def test_only_one_relay_is_active_at_a_time(
     container: Container, services: Services, database_url: str
 ) -> None:
-    standby = Services(container, projections_enabled=False)
+    standby = build_services(container, background=Background(projections=False))
     await standby.start()
     try:
         assert services.relay is not None and standby.relay is not None

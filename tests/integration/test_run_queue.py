@@ -17,6 +17,7 @@ import pytest
 from eventsourcing.persistence import OperationalError
 
 from adapters.bootstrap import bootstrap, replay_engine
+from adapters.bootstrap.background import NO_BACKGROUND
 from adapters.bootstrap.parts import build_tools
 from adapters.bootstrap.roles import build_worker, dispatch_runs_to_workers
 from adapters.config.settings import Settings
@@ -101,7 +102,7 @@ async def make_stack(
         s = settings.override(run_ack_wait=2, run_max_deliveries=3, run_sweep=60)
         system = bootstrap(
             s, database_url=database_url, nats_url=nats_url, llm=llm, deltas=NullDeltaSink(),
-            tools=[*build_tools(s), Deploy(tmp_path)], relay=False, projections=False,
+            tools=[*build_tools(s), Deploy(tmp_path)], background=NO_BACKGROUND,
         )  # fmt: skip
         await system.services.start()
         queue = dispatch_runs_to_workers(system)  # this process is also an API replica

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from adapters.bootstrap import bootstrap
+from adapters.bootstrap.background import NO_BACKGROUND
 from adapters.bootstrap.parts import build_tools
 from adapters.bootstrap.roles import build_worker
 from adapters.config.settings import Settings
@@ -55,8 +56,7 @@ async def main(db: str, nats: str, stream: str, workdir: Path, ack_wait: int) ->
         llm=ScriptedLLM(model_for(workdir)),  # type: ignore[arg-type]
         tools=[*build_tools(settings), SlowWork(workdir), Deploy(workdir)],
         deltas=NullDeltaSink(),
-        relay=False,
-        projections=False,
+        background=NO_BACKGROUND,
     )
     await system.services.start()
     print("ready", flush=True)
