@@ -7,7 +7,9 @@ another (a session allows one active run): POST /api/v1/chat/{id}/message, a mes
 is accepted when its 200 response headers arrive (the message and the run request
 are committed) and completed when the run's `done` event arrives on that response.
 
-python -m bench.chat_accept [--sessions 100] [--messages 10]
+python -m bench.chat_accept [--sessions 100] [--messages 10] [--keys]
+
+`--keys`: each message with an `Idempotency-Key` of its own, as the web app sends it.
 """
 
 from __future__ import annotations
@@ -62,14 +64,20 @@ def write_script(directory: Path, turns: int) -> Path:
 
 
 async def converse(
-    http: httpx.AsyncClient, account: Account, session_id: UUID, messages: int, tally: Tally
+    http: httpx.AsyncClient,
+    account: Account,
+    session_id: UUID,
+    messages: int,
+    tally: Tally,
+    keys: bool = False,
 ) -> None:
     """Send `messages` messages to one session, each after the previous run is done."""
     for n in range(messages):
         sent = time.perf_counter()
         path = f"/api/v1/chat/{session_id}/message"
         body = {"content": f"message {n}"}
-        async with http.stream("POST", path, json=body, headers=account.headers) as r:
+        key = {"Idempotency-Key": f"{session_id}-{n}"} if keys else {}
+        async with http.stream("POST", path, json=body, headers=account.headers | key) as r:
             if r.status_code != 200:
                 tally.refuse(f"HTTP {r.status_code}")
                 await r.aread()
@@ -89,12 +97,14 @@ async def converse(
                     break
 
 
-async def drive(url: str, account: Account, sessions: list[UUID], messages: int) -> Tally:
+async def drive(
+    url: str, account: Account, sessions: list[UUID], messages: int, keys: bool = False
+) -> Tally:
     raise_fd_limit()
     tally = Tally()
     limits = httpx.Limits(max_connections=len(sessions) + 10)
     async with httpx.AsyncClient(base_url=url, limits=limits, timeout=120) as http:
-        await asyncio.gather(*(converse(http, account, s, messages, tally) for s in sessions))
+        await asyncio.gather(*(converse(http, account, s, messages, tally, keys) for s in sessions))
     return tally
 
 
@@ -123,6 +133,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=100, help="sessions talking at once")
     parser.add_argument("--messages", type=int, default=10, help="messages per session")
+    parser.add_argument(
+        "--keys", action="store_true", help="an Idempotency-Key on each message (the web app's)"
+    )
     options = parser.parse_args()
     print(machine())
     print(f"server limits raised: {raised_limits()}")
@@ -137,10 +150,13 @@ def main() -> None:
             assert len(warm.completed) == 5, warm.refused
             cpu = CpuWindow(server=stack.server.pid, client=os.getpid())
             server_cpu, started = cpu_seconds(stack.server.pid), time.perf_counter()
-            tally = asyncio.run(drive(stack.server.url, account, sessions[1:], options.messages))
+            tally = asyncio.run(
+                drive(stack.server.url, account, sessions[1:], options.messages, options.keys)
+            )
             server_cpu = cpu_seconds(stack.server.pid) - server_cpu
             cpu_used = cpu.report()
-    print(f"{options.sessions} sessions at once x {options.messages} messages each, in turn")
+    keyed = ", each with an Idempotency-Key" if options.keys else ""
+    print(f"{options.sessions} sessions at once x {options.messages} messages each, in turn{keyed}")
     report(tally, started, server_cpu)
     print(cpu_used)
 
