@@ -35,7 +35,7 @@ def test_a_live_owners_lease_is_in_progress_a_dead_owners_is_taken_over_at_once(
     stores: tuple[IdempotencyStore, IdempotencyStore],
 ) -> None:
     alive, other = stores
-    assert claim(alive) == "claimed"
+    assert claim(alive) == "new"
     assert claim(other) == "in_progress"  # the holder is alive: the request may still run
     assert claim(other, request="else") == "reused"
 
@@ -50,7 +50,7 @@ def test_a_recorded_answer_outlives_its_owner(
     stores: tuple[IdempotencyStore, IdempotencyStore],
 ) -> None:
     first, other = stores
-    assert claim(first) == "claimed"
+    assert claim(first) == "new"
     answer = Stored(201, "application/json", b'{"id": 1}')
     first.complete("user-1", "k", answer)
     first.owner.close()
@@ -62,7 +62,7 @@ def test_an_owner_whose_connection_was_cut_locks_again(
 ) -> None:
     """A Postgres restart (or a cut connection) must not leave the owner without its lock."""
     owner, other = stores
-    assert claim(owner) == "claimed"
+    assert claim(owner) == "new"
     with psycopg.connect(container.database_url, autocommit=True) as admin:
         admin.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_locks "
@@ -71,5 +71,23 @@ def test_an_owner_whose_connection_was_cut_locks_again(
         )
     assert claim(other) == "claimed"  # the cut owner's lease was abandoned
     owner.owner._checked = 0.0  # noqa: SLF001 - next use checks the connection now
-    assert claim(owner, key="k2") == "claimed"  # and it holds its lock again
+    assert claim(owner, key="k2") == "new"  # and it holds its lock again
     assert claim(other, key="k2") == "in_progress"
+
+
+def test_a_key_given_back_is_claimed_again_at_once_and_known_as_claimed_before(
+    stores: tuple[IdempotencyStore, IdempotencyStore],
+) -> None:
+    """A request that failed (5xx) gives its key back: the retry, in any process, runs
+    at once, and is told the key was claimed before (its first request may have written)."""
+    first, other = stores
+    assert claim(first) == "new"
+    first.release("user-1", "k")
+    assert claim(other) == "claimed"  # not "new": the chat handler looks in the log
+    assert claim(first) == "in_progress"
+    other.release("user-1", "k")
+    assert claim(first) == "claimed"
+    answer = Stored(200, "text/event-stream", None)
+    first.complete("user-1", "k", answer)
+    first.release("user-1", "k")  # what the stream's end does not do: a settled key stays
+    assert claim(other) == answer

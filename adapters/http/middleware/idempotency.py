@@ -5,14 +5,17 @@ it), runs, and stores its status and body before the client sees them; a retry w
 the same key, method, path and body gets that stored answer (`Idempotent-Replayed:
 true`). Another request under the key while the first runs: 409
 `IDEMPOTENCY_IN_PROGRESS`; the key with a different request: 422
-`IDEMPOTENCY_KEY_REUSED`. A 5xx (or a request that never answered) gives the key back,
-so the client can retry. A claim belongs to a live process (`lease_owner.py`): one whose
-process died is taken over at once, so a retry after a crash and restart runs (or gets
-the recorded answer), never 409. Keys are the user's own and expire after 24 hours.
+`IDEMPOTENCY_KEY_REUSED`. A 5xx (or a request that never answered) gives the key back
+(its row stays, marked released, so the retry knows it is one): the client can retry.
+A claim belongs to a live process (`lease_owner.py`): one whose process died is taken
+over at once, so a retry after a crash and restart runs (or gets the recorded answer),
+never 409. Keys are the user's own and expire after 24 hours.
 
 A chat message answers with a stream, which cannot be stored: its key is stored as
 "streamed" when the stream starts, and the retry goes on to the handler, which finds
-the message by its key in the session's log and streams the run it started.
+the message by its key in the session's log and streams the run it started. A key
+claimed for the first time (`NEW`) has nothing under it in any log: the handler need
+not look (a retry after a 5xx, a crash or the key's expiry does look).
 Not covered: the auth routes (their bodies are tokens) and uploads (content-addressed,
 so idempotent already; a multipart body differs on every try by its boundary).
 """
@@ -45,6 +48,7 @@ EXPIRY = 24 * 3600.0  # seconds a key is remembered
 LEASE = 300.0  # seconds after which a claim with no owner (written before owners) is abandoned
 SWEEP_EVERY = 600.0  # seconds between deletions of expired keys (per process)
 STREAM = b"text/event-stream"
+_NEW_KEY = "tokendance.idempotency_key_new"  # in the request's scope state
 
 CREATE = (
     """CREATE TABLE IF NOT EXISTS idempotency_keys (
@@ -61,21 +65,27 @@ CREATE = (
     )""",
     "CREATE INDEX IF NOT EXISTS idempotency_keys_by_age ON idempotency_keys (created_at)",
     "ALTER TABLE idempotency_keys ADD COLUMN IF NOT EXISTS owner bigint",  # the claiming process
+    # Claims of the key so far: above 1, an earlier request under it may have written.
+    "ALTER TABLE idempotency_keys ADD COLUMN IF NOT EXISTS claims integer NOT NULL DEFAULT 1",
+    # Given back by a request that failed (5xx) or never answered: free to claim again.
+    "ALTER TABLE idempotency_keys ADD COLUMN IF NOT EXISTS released boolean NOT NULL DEFAULT false",
 )
 
-# Claim a new key, or take over an expired one or one whose claiming process is gone.
+# Claim a new key, or take over an expired or released one, or one whose claiming
+# process is gone; say how many claims the key has had.
 CLAIM = f"""
     INSERT INTO idempotency_keys AS k (user_key, key, method, path, request_hash, owner)
     VALUES (%(user)s, %(key)s, %(method)s, %(path)s, %(hash)s, %(owner)s)
     ON CONFLICT (user_key, key) DO UPDATE
        SET method = EXCLUDED.method, path = EXCLUDED.path, request_hash = EXCLUDED.request_hash,
            status = NULL, content_type = NULL, body = NULL, created_at = now(),
-           owner = EXCLUDED.owner
+           owner = EXCLUDED.owner, claims = k.claims + 1, released = false
      WHERE k.created_at < now() - make_interval(secs => %(expiry)s)
+        OR (k.status IS NULL AND k.released)
         OR (k.status IS NULL AND k.owner IS NULL
             AND k.created_at < now() - make_interval(secs => %(lease)s))
         OR (k.status IS NULL AND k.owner IS NOT NULL AND {OWNER_GONE})
-    RETURNING 1
+    RETURNING claims
 """
 
 
@@ -88,7 +98,10 @@ class Stored:
     body: bytes | None
 
 
-Claim = Literal["claimed", "in_progress", "reused"] | Stored
+# "new": claimed for the first time; "claimed": claimed again (an earlier request under
+# the key failed or expired, and may have written before it did).
+Claim = Literal["new", "claimed", "in_progress", "reused"] | Stored
+NEW = "new"
 
 
 class IdempotencyStore:
@@ -124,8 +137,9 @@ class IdempotencyStore:
         self._sweep()
         for _ in range(3):  # the holder may give the key back between our two statements
             with self.datastore.get_connection() as conn:
-                if conn.execute(CLAIM, params).fetchone() is not None:
-                    return "claimed"
+                claimed = conn.execute(CLAIM, params).fetchone()
+                if claimed is not None:
+                    return "new" if claimed["claims"] == 1 else "claimed"
                 row = conn.execute(
                     "SELECT request_hash, status, content_type, body FROM idempotency_keys "
                     "WHERE user_key = %s AND key = %s",
@@ -150,9 +164,11 @@ class IdempotencyStore:
             )
 
     def release(self, user: str, key: str) -> None:
+        """Give the key back (its request failed): the next request under it runs."""
         with self.datastore.get_connection() as conn:
             conn.execute(
-                "DELETE FROM idempotency_keys WHERE user_key = %s AND key = %s AND status IS NULL",
+                "UPDATE idempotency_keys SET released = true, owner = NULL "
+                "WHERE user_key = %s AND key = %s AND status IS NULL",
                 (user, key),
             )
 
@@ -239,6 +255,7 @@ class IdempotencyMiddleware(ASGIMiddleware):
         elif isinstance(claim, Stored):
             await next_app(scope, receive, send)  # a stream: the handler replays it from the log
         else:
+            scope.setdefault("state", {})[_NEW_KEY] = claim == NEW
             await self._first(user, key, scope, receive, send, next_app)
 
     async def _first(
@@ -274,6 +291,12 @@ class IdempotencyMiddleware(ASGIMiddleware):
             stored = Stored(answer.status, answer.content_type.decode("latin-1"), body)
             await self.bridge(self.store.complete, user, key, stored)
         answer.settled = True
+
+
+def new_key(scope: Scope) -> bool:
+    """Whether this request claimed its `Idempotency-Key` for the first time (so nothing
+    was written under the key before it)."""
+    return bool(scope.get("state", {}).get(_NEW_KEY, False))
 
 
 async def _replay(stored: Stored, send: Send) -> None:

@@ -11,6 +11,7 @@ from litestar.response import ServerSentEvent
 
 from adapters.http.contract.openapi import SseOperation
 from adapters.http.deps import ApiDep, Caller
+from adapters.http.middleware.idempotency import new_key
 from adapters.http.routes.tools import by_hand_out
 from adapters.http.routes.uploads import check_attachments
 from adapters.http.streams.approval_wait import across_approval, run_waiting
@@ -59,7 +60,11 @@ class ChatController(Controller):
         """
         workspace_id = await api.access.session_workspace(request.user, session_id, write=True)
         key = request.headers.get("idempotency-key")
-        first = None if key is None else await api.bridge(_first_use, api.sessions, session_id, key)
+        first = (  # a key never claimed before has no message under it: nothing to look for
+            None
+            if key is None or new_key(request.scope)
+            else await api.bridge(_first_use, api.sessions, session_id, key)
+        )
         written: tuple[SessionEvent, ...] = ()  # what the message wrote: not read back
         if first is None:
             uploads = [a for a in data.attachments if isinstance(a, str)]
