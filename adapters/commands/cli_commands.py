@@ -24,6 +24,7 @@ from adapters.llm.scripted import check_llm_spec
 from adapters.nats.signing_peers import differing_at
 from adapters.observability.json_logs import configure as configure_logging
 from adapters.processes.embedded import EmbeddedServers, LeaseHeld
+from adapters.processes.heap import freeze_started_heap
 from adapters.processes.loop import run as run_loop
 from adapters.system import System
 
@@ -175,6 +176,7 @@ def _background(
     signal.signal(signal.SIGTERM, _interrupt)
     system_of = _system(settings, background=background, role=role)
     with system_of as system, contextlib.suppress(KeyboardInterrupt):
+        freeze_started_heap()  # built: what lives now lives as long as the process
         run_loop(run(system))
 
 

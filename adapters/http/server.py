@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
@@ -33,6 +34,7 @@ from uvicorn.config import LOGGING_CONFIG
 from adapters.config.settings import Settings
 from adapters.http.app import create_app, end_streams
 from adapters.http.routes.web_app import where
+from adapters.processes.heap import freeze_started_heap
 from adapters.system import System
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -58,6 +60,11 @@ class _Server(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, on_exit: Callable[[], object]) -> None:
         super().__init__(config)
         self._on_exit = on_exit
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:  # the app and what it started are built: the heap is settled
+            freeze_started_heap()
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)
