@@ -81,19 +81,17 @@ class ViewGroup:
         return counts
 
     def _move(self, curs: Cursor[DictRow], moved: dict[str, int]) -> None:
-        names, ids = array_of("text")(moved), array_of("int8")(moved.values())
+        """Move the views' positions and tell their waiters, in one statement (the
+        notifications are delivered at commit: waiters need not poll)."""
+        names = list(moved)
         curs.execute(
-            f"UPDATE {TRACKING_TABLE} AS t SET notification_id = m.id "
-            "FROM unnest(%s::text[], %s::bigint[]) AS m(name, id) "
-            "WHERE t.application_name = m.name",
-            (names, ids),
-        )
-        # Delivered at commit: waiters for a view's position need not poll.
-        curs.execute(
-            "SELECT pg_notify(n.channel, n.id) "
-            "FROM unnest(%s::text[], %s::text[]) AS n(channel, id)",
+            f"WITH moved AS (UPDATE {TRACKING_TABLE} AS t SET notification_id = m.id "
+            "FROM unnest(%s::text[], %s::bigint[], %s::text[]) AS m(name, id, channel) "
+            "WHERE t.application_name = m.name RETURNING m.channel, m.id) "
+            "SELECT pg_notify(channel, id::text) FROM moved",
             (
+                array_of("text")(names),
+                array_of("int8")(moved.values()),
                 array_of("text")(self.views[n].channel for n in names),
-                array_of("text")(map(str, ids)),
             ),
         )

@@ -3,6 +3,7 @@ each view still at its own position, and a view that fails stopping alone."""
 
 from __future__ import annotations
 
+import psycopg
 import pytest
 from psycopg import Cursor
 from psycopg.rows import DictRow
@@ -113,3 +114,21 @@ async def test_a_view_that_cannot_apply_an_event_stops_alone(container: Containe
     with pytest.raises(ProjectionError, match="renames are beyond this view"):
         await alone.run()
     assert fussy.position() == log[4].id
+
+
+async def test_each_view_moved_by_a_batch_announces_its_new_position_at_commit(
+    container: Container, database_url: str
+) -> None:
+    """What the API's read-your-writes waiter listens to: one notification per view
+    the batch moved, on the view's channel, with the last id it applied."""
+    busy_session(container, messages=2)
+    log = container.recorder.select_notifications(1, 500)
+    views = session_views(container)
+    with psycopg.connect(database_url, autocommit=True) as listener:
+        for view in views:
+            listener.execute(f'LISTEN "{view.channel}"')
+        await runner_of(container, views, ListFeed([log[:3], log])).run()
+        heard = [(n.channel, int(n.payload)) for n in listener.notifies(timeout=2.0)]
+    last = {channel: position for channel, position in heard}  # the newest per channel
+    assert last == {v.channel: log[-1].id for v in views}
+    assert (views[0].channel, log[2].id) in heard, "the first batch's position came first"
