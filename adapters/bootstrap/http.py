@@ -9,7 +9,7 @@ from eventsourcing.postgres import PostgresFactory
 from adapters.container import Container, recorder_of
 from adapters.http.access import Access
 from adapters.http.deps import Api
-from adapters.http.middleware.idempotency import IdempotencyStore
+from adapters.http.middleware.idempotency_keys import IdempotencyStore
 from adapters.http.middleware.limits import RateLimits
 from adapters.http.middleware.login_limits import LoginLimits
 from adapters.http.middleware.metrics import Metrics

@@ -19,7 +19,7 @@ from litestar.handlers import ASGIRouteHandler
 from adapters.bootstrap.roles import recover_runs
 from adapters.container import Container
 from adapters.http.deps import Api
-from adapters.http.middleware.idempotency import IdempotencyStore
+from adapters.http.middleware.idempotency_keys import IdempotencyStore
 from adapters.http.middleware.limits import RateLimits
 from adapters.http.middleware.login_limits import LoginLimits
 from adapters.http.middleware.metrics import Metrics

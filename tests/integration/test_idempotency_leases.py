@@ -9,7 +9,7 @@ import pytest
 from eventsourcing.postgres import PostgresFactory
 
 from adapters.container import Container
-from adapters.http.middleware.idempotency import IdempotencyStore, Stored
+from adapters.http.middleware.idempotency_keys import IdempotencyStore, Stored
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
