@@ -137,9 +137,8 @@ def _projections(
         finally:
             active.difference_update(runner.progress)
 
-    services.duties.append(
-        Duty(what, _leading(locks, f"projections:{log_name}", while_active), True)
-    )
+    leading = _leading(locks, f"projections:{log_name}", while_active)
+    services.duties.append(Duty(what, leading, needs_nats=True))
 
 
 def _leading(locks: AdvisoryLocks, name: str, job: Job) -> Job:
