@@ -23,11 +23,11 @@ Decisions per table (`TENANT_TABLES`: the table and the organization test of a r
   membership (organization or team) of one of the caller's organizations.
 - a workspace (through accounts_workspaces): workspace_files, workspace_folders.
 - a session: sessions_view, artifacts_view, artifacts_sessions, episodes,
-  episode_sessions, working_memory_view, confirmations_view. A session is in an
-  organization if the usage read model says so (`usage_sessions`, written from the same
-  session log in the same transaction as the session's own rows, so a just-started
-  session is never hidden) or its workspace is (the accounts read model, for a session
-  whose start named no organization).
+  episode_sessions, working_memory_view, working_memory_progress, confirmations_view.
+  A session is in an organization if the usage read model says so (`usage_sessions`,
+  written from the same session log in the same transaction as the session's own rows,
+  so a just-started session is never hidden) or its workspace is (the accounts read
+  model, for a session whose start named no organization).
 - through the row it belongs to: artifact_versions (its artifact), memory_vectors (its
   memory), episode_vectors (its episode), usage_monthly (its scope: the organization,
   a team or workspace of it, or the caller's own user).
@@ -133,6 +133,7 @@ TENANT_TABLES: dict[str, str] = {
     ),
     "sessions_view": _session_or_workspace(),
     "working_memory_view": _session(),
+    "working_memory_progress": _session(),
     "confirmations_view": _session(),
     "artifacts_sessions": _session_or_workspace(),
     "artifacts_view": _session_or_workspace(),

@@ -7,6 +7,7 @@ from typing import cast
 from uuid import UUID, uuid4
 
 import pytest
+from psycopg.types.json import Jsonb
 
 from adapters.container import Container
 from adapters.services import Services
@@ -123,7 +124,7 @@ async def test_a_rebuilt_view_equals_the_live_one_row_for_row(
     head = container.recorder.max_notification_id() or 0
     assert await container.bridge(view.wait_for, head, 30.0)
     live = await container.bridge(view.all_rows)
-    assert len(live) == 4
+    assert len([row for row in live if "state" in row]) == 4  # a row a session, then lines
 
     report = await container.bridge(rebuild, view, container.recorder, container.sessions.mapper)
     assert report.events == head and report.position == head
@@ -167,3 +168,86 @@ async def test_a_batch_of_interleaved_sessions_writes_what_event_by_event_writes
 def cleared(view: WorkingMemoryView) -> None:
     with view.datastore.transaction(commit=True) as curs:
         view.clear(curs)
+
+
+def runs(container: Container, sid: UUID, count: int) -> None:
+    """`count` runs of the session, each two lines of its progress log."""
+    app = container.sessions
+    for _ in range(count):
+        run = uuid4()
+        app.request_run(sid, run)
+        app.start_run(sid, run, "w1")
+        app.complete_run(sid, run)
+
+
+def stored_bytes(view: WorkingMemoryView, sid: UUID) -> tuple[int, int]:
+    """The session's row and its progress lines, in bytes as Postgres stores them."""
+    with view.datastore.transaction(commit=False) as curs:
+        curs.execute(
+            "SELECT (SELECT pg_column_size(w.*) FROM working_memory_view w WHERE session_id = %s)"
+            " AS row, (SELECT coalesce(sum(pg_column_size(p.*)), 0) FROM working_memory_progress p"
+            " WHERE session_id = %s) AS lines",
+            (sid, sid),
+        )
+        found = curs.fetchone()
+        assert found is not None
+        return int(found["row"]), int(found["lines"])
+
+
+async def test_a_run_writes_its_own_progress_lines_not_the_whole_log_again(
+    container: Container,
+) -> None:
+    """The progress log grows by two lines a run for as long as the session lives: what a
+    run writes stays the same at run 20 and at run 200, and reads still show every line."""
+    sid = working_session(container)
+    container.sessions.stop_active_run(sid, "enough")
+    view = view_of(container)
+
+    async def project() -> None:
+        log = container.recorder.select_notifications(view.position() + 1, 10_000)
+        feed = ListFeed([log[i : i + 50] for i in range(0, len(log), 50)])
+        mapper, bridge = container.sessions.mapper, container.bridge
+        await ProjectionRunner([view], mapper=mapper, feed=feed, bridge=bridge).run()
+
+    runs(container, sid, 20)
+    await project()
+    row_at_20, lines_at_20 = stored_bytes(view, sid)
+    runs(container, sid, 180)
+    await project()
+    row_at_200, lines_at_200 = stored_bytes(view, sid)
+
+    assert row_at_200 <= row_at_20 + 16, "the session's row does not grow with its runs"
+    per_run = (lines_at_200 - lines_at_20) / 180
+    assert per_run <= 2 * (lines_at_20 / (2 * 20 + 3)) + 16, "lines: their own bytes, once"
+    assert_view_is_the_fold(container, [sid])
+    memory = view.get(sid)
+    assert memory is not None and memory.progress.count(" completed (end_turn)") == 200
+
+
+async def test_a_row_written_before_the_lines_had_a_table_shows_them_and_moves_them(
+    container: Container,
+) -> None:
+    """A row whose state still holds its progress lines (written by the view before they
+    had a table of their own) shows them, and hands them to the table at its next change."""
+    sid = working_session(container)
+    view = view_of(container)
+    await container.bridge(rebuild, view, container.recorder, container.sessions.mapper)
+    expected = pure_state(container, sid)
+    with view.datastore.transaction(commit=True) as curs:  # as the view used to leave it
+        curs.execute("DELETE FROM working_memory_progress WHERE session_id = %s", (sid,))
+        curs.execute(
+            "UPDATE working_memory_view SET state = %s WHERE session_id = %s",
+            (Jsonb(expected.to_json()), sid),
+        )
+    assert view.get(sid) == render(expected)
+
+    container.sessions.note_progress(sid, "one more line")
+    log = container.recorder.select_notifications(view.position() + 1, 100)
+    mapper, bridge = container.sessions.mapper, container.bridge
+    await ProjectionRunner([view], mapper=mapper, feed=ListFeed([log]), bridge=bridge).run()
+    assert_view_is_the_fold(container, [sid])
+    with view.datastore.transaction(commit=False) as curs:
+        curs.execute("SELECT state FROM working_memory_view WHERE session_id = %s", (sid,))
+        row = curs.fetchone()
+    assert row is not None and row["state"]["progress"] == []
+    assert row["state"]["progress_count"] == len(expected.progress) + 1
