@@ -6,16 +6,14 @@ organization, team, workspace and user; active, with a large monthly limit), a
 month's spend for each in `usage_monthly` (and eleven earlier months), a few alerts
 in `budget_alerts` (one under the budget's current limits, one superseded), and as
 noise 10,000 other budgets with a year of monthly spend and three alerts each. The
-enforcer is wired as `bootstrap` wires it: `LoopSpendReader` on the loop's pool (4
-connections), `UsageQueries` on a pool of 8 connections (overflow 8) and a `SyncBridge`
-of 16 threads for when the loop's pool is busy; nothing has been recorded past the
-view's position (`unprojected=[]`).
+enforcer is wired as `bootstrap` wires it: `ThreadSpendReader`, `UsageQueries` on a
+pool of 8 connections (overflow 8) through a `SyncBridge` of 16 threads; nothing has
+been recorded past the view's position (`unprojected=[]`).
 
 Timed, sequentially in one event loop after a warm-up, to show where the time goes:
 a `SELECT 1` through the pool (the floor), the bare `UsageQueries.budgets_covering`
-(one statement), a no-op hop through the bridge, the whole `before_call` reading
-through the threads (as before #36), and as wired (on the loop). Target: `before_call`
-under 1 ms median.
+(one statement), a no-op hop through the bridge, and the whole `before_call`.
+Target: `before_call` under 1 ms median.
 
     python -m bench.budget_check [--calls 2000] [--noise 10000]
 """
@@ -33,8 +31,7 @@ from uuid import UUID
 
 from eventsourcing.postgres import PostgresDatastore
 
-from adapters.postgres.loop_pool import LoopPool
-from adapters.postgres.loop_spend import LoopSpendReader
+from adapters.postgres.spend_reader import ThreadSpendReader
 from application.bridge import SyncBridge
 from application.budget_guard import BudgetEnforcer, period_of
 from bench.api_harness import machine
@@ -129,12 +126,8 @@ async def measure(
 ) -> None:
     reader = UsageQueries(store)
     bridge = SyncBridge(16)
-    pool = LoopPool(url, size=4, timeout=5.0, name="bench-budget-check")
     enforcer = BudgetEnforcer(
-        LoopSpendReader(pool, reader, bridge), NoCrossings(), bridge, clock=lambda: now
-    )
-    threads = BudgetEnforcer(
-        LoopSpendReader(None, reader, bridge), NoCrossings(), bridge, clock=lambda: now
+        ThreadSpendReader(reader, bridge), NoCrossings(), bridge, clock=lambda: now
     )
     scopes, period = billing.scopes(), period_of(now)
     position, budgets = reader.budgets_covering(scopes, period)
@@ -159,8 +152,7 @@ async def measure(
         ("SELECT 1 through the pool", lambda: sync(select_one)),
         ("budgets_covering, no bridge", lambda: sync(covering)),
         ("bridge hop, no-op", hop),
-        ("before_call, threads", lambda: threads.before_call(billing, worst, [])),
-        ("before_call, loop", lambda: enforcer.before_call(billing, worst, [])),
+        ("before_call", lambda: enforcer.before_call(billing, worst, [])),
     ]
     try:
         print(f"  {'call':<29} {'median ms':>10} {'p99 ms':>8} {'max ms':>8}")
@@ -170,7 +162,6 @@ async def measure(
         print(f"  target: before_call median under 1 ms ({n} calls each, after {WARMUP} untimed)")
     finally:
         bridge.close()
-        await pool.close()
 
 
 def main() -> None:

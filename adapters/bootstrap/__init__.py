@@ -51,10 +51,10 @@ from adapters.postgres.async_recorder import AsyncRecorder
 from adapters.postgres.context_snapshots import PostgresContextSnapshots
 from adapters.postgres.eventstore import eventstore_env
 from adapters.postgres.loop_pool import LoopPool
-from adapters.postgres.loop_spend import LoopSpendReader
 from adapters.postgres.personal_copies import PostgresPersonalCopies
 from adapters.postgres.recorder import LockedInsertRecorder
 from adapters.postgres.schema_lock import schema_lock
+from adapters.postgres.spend_reader import ThreadSpendReader
 from adapters.postgres.user_keys import PostgresKeyStore
 from adapters.slides.office import Office
 from adapters.slides.previews import SlidePreviews
@@ -142,7 +142,7 @@ def bootstrap(
     services = build_services(container, link, background or Background())
     live = deltas or NatsDeltaSink(link, settings.nats_stream)
     telemetry = tracer_provider_from_env(os.environ)  # one per process, closed with it
-    spend = LoopSpendReader(container.loop_pool, container.usage, container.bridge)
+    spend = ThreadSpendReader(container.usage, container.bridge)
     enforcer = BudgetEnforcer(spend, container.accounts, container.bridge)
     engine = bootstrap_engine(
         settings, sessions=container.sessions, bridge=container.bridge, llm=llm,

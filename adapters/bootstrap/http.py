@@ -30,7 +30,6 @@ from adapters.postgres.api_key_uses import ApiKeyUses
 from adapters.postgres.hash_chain import PostgresHashChain
 from adapters.postgres.limit_counters import PostgresCounters
 from adapters.postgres.login_failures import PostgresLoginFailures
-from adapters.postgres.loop_counters import PostgresLoopCounters
 from adapters.postgres.session_uploads import SessionUploads
 from adapters.postgres.store_tail import StoreTail
 from adapters.services import Services
@@ -64,7 +63,6 @@ def build_http(container: Container, services: Services, engine: Engine) -> Http
         uploads_per_minute=s.uploads_per_minute,
         counters=counters,
         bridge=c.bridge,
-        loop_counters=None if c.loop_pool is None else PostgresLoopCounters(counters, c.loop_pool),
     )
     head = c.accounts_log.max_notification_id if c.accounts_log is not None else None
     access = Access(c.sessions, c.accounts, c.bridge, head)

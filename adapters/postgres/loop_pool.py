@@ -1,9 +1,11 @@
 """The process's connections on the event loop: one psycopg `AsyncConnectionPool`.
 
-What the API and the engine send on every message goes through it rather than through
-the store's threads (`SyncBridge`, ~330 us a statement against ~100-150 us on the loop:
-`bench.stack_floor`): the event store's hot path (`AsyncRecorder`), the accounts log's
-head, the rate-limit counters. Each statement is its own transaction (autocommit), as
+What the engine sends on every message goes through it rather than through the
+store's threads (`SyncBridge`, ~330 us a statement against ~100-150 us on the loop in
+isolation: `bench.stack_floor`): the event store's hot path (`AsyncRecorder`), the
+accounts log's head. (The rate-limit counts, the budget checks and the
+`Idempotency-Key` records cost a `serve` under load more CPU on it than through the
+threads: docs/performance.md.) Each statement is its own transaction (autocommit), as
 the library's recorder has them.
 
 The pool is opened by the first statement, on the loop that sends it, and grows to

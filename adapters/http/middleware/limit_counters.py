@@ -122,18 +122,6 @@ class Counters(Protocol):
         """Extend the leases of these open slots (this process's)."""
 
 
-class LoopCounters(Protocol):
-    """`Counters`' calls of every request, awaited on the event loop (no thread): the
-    same counts. `StoreBusy` or `NeedsThread` when they cannot be sent so; the caller
-    then uses the `Counters`."""
-
-    async def hit(self, key: str, *, requests: int, uploads: int | None) -> Over | None: ...
-
-    async def admit_stream(self, key: str, *, requests: int, streams: int) -> StreamAdmission: ...
-
-    async def close_stream(self, slot: str) -> None: ...
-
-
 class InMemoryCounters:
     """The counters of this process alone: exact sliding windows and held slots."""
 

@@ -45,13 +45,11 @@ from adapters.http.middleware.limit_counters import (
     Counters,
     CountersUnavailable,
     InMemoryCounters,
-    LoopCounters,
     Over,
     StreamAdmission,
     check_limit,
 )
 from application.bridge import SyncBridge
-from application.loop_writes import NeedsThread, StoreBusy
 
 Limit = Literal["requests", "streams", "uploads"]
 P = ParamSpec("P")
@@ -120,8 +118,9 @@ class Refusal:
 class RateLimits:
     """The three limits, counted by `counters` (default: in this process alone), and
     what they have refused so far. With a `bridge`, the counters are called on its
-    threads (they block), unless `loop_counters` send the same statements on the loop;
-    `enter` and `leave` are what the middleware awaits."""
+    threads (they block); `enter` and `leave` are what the middleware awaits.
+    (Counted on the loop's own connections instead, a message cost this process about
+    a millisecond more CPU under load: docs/performance.md.)"""
 
     def __init__(
         self,
@@ -132,7 +131,6 @@ class RateLimits:
         clock: Clock = time.monotonic,
         counters: Counters | None = None,
         bridge: SyncBridge | None = None,
-        loop_counters: LoopCounters | None = None,
     ) -> None:
         for limit in (requests_per_minute, streams_per_user, uploads_per_minute):
             check_limit(limit)
@@ -140,7 +138,6 @@ class RateLimits:
         self.streams_per_user = streams_per_user
         self.counters = counters or InMemoryCounters(clock)
         self.bridge = bridge
-        self.loop_counters = loop_counters
         self.streams = HeldStreams()
         self.refused: dict[Limit, int] = {"requests": 0, "streams": 0, "uploads": 0}
         self._lock = threading.Lock()
@@ -173,12 +170,8 @@ class RateLimits:
     async def enter(
         self, key: str, *, upload: bool = False, stream: bool = False
     ) -> Refusal | None:
-        """`admit`, on the loop's connections when there are, else off the loop when the
-        counters block."""
-        try:
-            refusal = await self._admit_on_loop(key, upload=upload, stream=stream)
-        except (StoreBusy, NeedsThread):
-            refusal = await self._run(self.admit, key, upload=upload, stream=stream)
+        """`admit`, off the loop when the counters block."""
+        refusal = await self._run(self.admit, key, upload=upload, stream=stream)
         if refusal is None and stream:
             self._keep_leases()
         return refusal
@@ -187,41 +180,10 @@ class RateLimits:
         """`release_stream`; carried through even if the request is being cancelled."""
         await asyncio.shield(self._release(key))
 
-    async def _admit_on_loop(self, key: str, *, upload: bool, stream: bool) -> Refusal | None:
-        """`admit` through `loop_counters` (`NeedsThread` without them)."""
-        loop = self.loop_counters
-        if loop is None:
-            raise NeedsThread("no counters on the loop")
-        if self._paused():  # fail open, as `admit`
-            return self._admitted_stream(key, (UNCOUNTED, None)) if stream else None
-        try:
-            if stream:
-                admission = await loop.admit_stream(
-                    key, requests=self.requests_per_minute, streams=self.streams_per_user
-                )
-                return self._admitted_stream(key, admission)
-            uploads = self.uploads_per_minute if upload else None
-            return self._counted(
-                await loop.hit(key, requests=self.requests_per_minute, uploads=uploads)
-            )
-        except CountersUnavailable as e:
-            self._pause(e)
-            return self._admitted_stream(key, (UNCOUNTED, None)) if stream else None
-
     async def _release(self, key: str) -> None:
         slot = self.streams.pop(key)
-        if not slot:
-            return
-        if self.loop_counters is not None and not self._paused():
-            try:
-                await self.loop_counters.close_stream(slot)
-                return
-            except CountersUnavailable as e:
-                self._pause(e)
-                return
-            except (StoreBusy, NeedsThread):
-                pass
-        await self._run(self._shared, None, self.counters.close_stream, slot)
+        if slot:
+            await self._run(self._shared, None, self.counters.close_stream, slot)
 
     def _admitted_stream(self, key: str, admission: StreamAdmission) -> Refusal | None:
         slot, over = admission
