@@ -182,14 +182,14 @@ class PostgresCounters(SharedTables):
         self.owner = uuid.uuid4()  # this replica
 
     def hit(self, key: str, *, requests: int, uploads: int | None) -> Over | None:
-        now, params = self.hit_params(key, requests, uploads)
+        now, params = self._hit_params(key, requests, uploads)
         self._sweep_now_and_then()
         with self._connection() as conn:
             row = conn.execute(HIT, params).fetchone()
         assert row is not None
-        return self.hit_outcome(row, now, requests, uploads)
+        return self._hit_outcome(row, now, requests, uploads)
 
-    def hit_params(
+    def _hit_params(
         self, key: str, requests: int, uploads: int | None
     ) -> tuple[float, dict[str, object]]:
         """The time now and `HIT`'s parameters."""
@@ -204,7 +204,7 @@ class PostgresCounters(SharedTables):
             "max_uploads": uploads or 0,
         }
 
-    def hit_outcome(
+    def _hit_outcome(
         self, row: DictRow, now: float, requests: int, uploads: int | None
     ) -> Over | None:
         """What `HIT`'s row says: admitted, or which counter is full and for how long."""
@@ -228,14 +228,14 @@ class PostgresCounters(SharedTables):
         return None if row is None or row["slot"] is None else str(row["slot"])
 
     def admit_stream(self, key: str, *, requests: int, streams: int) -> StreamAdmission:
-        now, params = self.admit_params(key, requests, streams)
+        now, params = self._admit_params(key, requests, streams)
         self._sweep_now_and_then()
         with self._connection() as conn:
             row = conn.execute(ADMIT, params, prepare=True).fetchone()
         assert row is not None
-        return self.admit_outcome(row, now, requests)
+        return self._admit_outcome(row, now, requests)
 
-    def admit_params(
+    def _admit_params(
         self, key: str, requests: int, streams: int
     ) -> tuple[float, tuple[object, ...]]:
         """The time now and `ADMIT`'s parameters (a new slot's id among them)."""
@@ -246,7 +246,7 @@ class PostgresCounters(SharedTables):
             1 - elapsed / self.window, requests,
         )  # fmt: skip
 
-    def admit_outcome(self, row: DictRow, now: float, requests: int) -> StreamAdmission:
+    def _admit_outcome(self, row: DictRow, now: float, requests: int) -> StreamAdmission:
         """What `ADMIT`'s row says: the slot taken, no slot free, or no room for the request."""
         if row["streams_full"]:
             return None, None
@@ -272,13 +272,13 @@ class PostgresCounters(SharedTables):
         """Delete the windows no estimate reads any more, and the leases expired a lease
         ago (not at once: a replica that refreshes late still finds its rows)."""
         with self._connection() as conn:
-            conn.execute(SWEEP, self.sweep_params())
+            conn.execute(SWEEP, self._sweep_params())
 
-    def sweep_params(self) -> tuple[int, float]:
+    def _sweep_params(self) -> tuple[int, float]:
         now = self._clock()
         return self._window_at(now)[0] - 1, now - self.lease
 
-    def sweep_due(self) -> bool:
+    def _sweep_due(self) -> bool:
         """Whether it is time to sweep (then not again for `SWEEP_EVERY` seconds)."""
         now = time.monotonic()
         if now < self._next_sweep:
@@ -301,5 +301,5 @@ class PostgresCounters(SharedTables):
         return self.window - elapsed + self.window * (1 - (limit - 1) / current)
 
     def _sweep_now_and_then(self) -> None:
-        if self.sweep_due():
+        if self._sweep_due():
             self.sweep()

@@ -39,11 +39,6 @@ class SharedTables:
         assert isinstance(factory, PostgresFactory)
         return cls(factory.datastore)
 
-    @property
-    def ready(self) -> bool:
-        """Whether the tables are made (by this process's first use of them)."""
-        return self._ready
-
     def create_tables(self) -> None:
         with self._connection(ready=True) as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (self.space,))  # racing replicas
