@@ -125,6 +125,23 @@ def start_reads(
     return median(times)
 
 
+def bytes_only(url: str, sid: UUID) -> float:
+    """Median seconds of fetching the session's head and segments as bytes, nothing
+    decoded: the floor of a cold start, which must have the whole conversation."""
+    query = (
+        f"SELECT h.data, s.data FROM {TABLE} h LEFT JOIN {SEGMENTS} s "
+        "ON s.session_id = h.session_id AND s.epoch = h.epoch WHERE h.session_id = %s"
+    )
+    times = []
+    with psycopg.connect(url) as conn:
+        for _ in range(STARTS):
+            t = time.perf_counter()
+            rows = conn.execute(query, (sid,), binary=True).fetchall()
+            times.append(time.perf_counter() - t)
+            assert rows
+    return median(times)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=1000)
@@ -154,6 +171,9 @@ def main() -> None:
             print(f"run start, store reads, {label}: v{short_versions[-1]} "
                   f"{short * 1000:.2f} ms, v{versions[-1]} {long * 1000:.2f} ms "
                   f"= {long / short:.1f}x")  # fmt: skip
+        short, long = bytes_only(url, short_sid), bytes_only(url, sid)
+        print(f"the snapshot's bytes alone, nothing decoded (a cold start's floor): "
+              f"{short * 1000:.2f} ms, {long * 1000:.2f} ms = {long / short:.1f}x")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -98,7 +98,7 @@ class AsyncRecorder:
             statement = self._selects[shape] = self.recorder.select_statement(*shape).as_bytes()
 
         async def select(conn: AsyncConnection[DictRow]) -> list[StoredEvent]:
-            cursor = await conn.execute(statement, params, prepare=True)
+            cursor = await conn.execute(statement, params, prepare=True, binary=True)
             return [
                 StoredEvent(
                     r["originator_id"], r["originator_version"], r["topic"], bytes(r["state"])
@@ -115,7 +115,9 @@ class AsyncRecorder:
 
         async def select(conn: AsyncConnection[DictRow]) -> list[Notification]:
             last = stop if stop is not None else 2**63 - 1
-            cursor = await conn.execute(self._notifications, (after, last, limit), prepare=True)
+            cursor = await conn.execute(
+                self._notifications, (after, last, limit), prepare=True, binary=True
+            )
             return [
                 Notification(
                     id=r["notification_id"],

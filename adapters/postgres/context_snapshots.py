@@ -49,7 +49,7 @@ class PostgresContextSnapshots:
             "AND NOT s.through = ANY(%s::bigint[]) WHERE h.session_id = %s"
         )
         with self.datastore.get_connection() as conn:
-            rows = conn.execute(query, (list(have), session_id)).fetchall()
+            rows = conn.execute(query, (list(have), session_id), binary=True).fetchall()
         if not rows:
             return None
         segments = {

@@ -258,7 +258,7 @@ class LockedInsertRecorder(PostgresApplicationRecorder):
         shape = (gt is not None, lte is not None, desc, limit is not None)
         with self.datastore.get_connection() as conn, conn.cursor() as curs:
             statement = self._render(shape, lambda: self.select_statement(*shape), conn)
-            curs.execute(statement, params, prepare=True)
+            curs.execute(statement, params, prepare=True, binary=True)  # bytea as bytes
             return [
                 StoredEvent(
                     r["originator_id"], r["originator_version"], r["topic"], bytes(r["state"])
