@@ -121,9 +121,7 @@ async def timed(call: Callable[[], Awaitable[object]], n: int) -> list[float]:
     return took
 
 
-async def measure(
-    store: PostgresDatastore, url: str, billing: BillingScope, now: datetime, n: int
-) -> None:
+async def measure(store: PostgresDatastore, billing: BillingScope, now: datetime, n: int) -> None:
     reader = UsageQueries(store)
     bridge = SyncBridge(16)
     enforcer = BudgetEnforcer(
@@ -181,7 +179,7 @@ def main() -> None:
                 f"  loaded {args.noise + 4:,} budgets, {(args.noise + 4) * MONTHS:,} monthly "
                 f"spends, {(args.noise + 4) * 3:,} alerts in {time.perf_counter() - started:.1f} s"
             )
-            asyncio.run(measure(store, fresh.database_url, billing, now, args.calls))
+            asyncio.run(measure(store, billing, now, args.calls))
         finally:
             store.close()
 

@@ -175,8 +175,12 @@ class UsageQueries:
         if not scopes:
             return 0, []
         with self.datastore.get_connection() as conn:
-            rows = conn.execute(BUDGETS_COVERING, covering_params(scopes, period)).fetchall()
-        return covering_of(rows)
+            rows = conn.execute(
+                _BUDGETS_COVERING, {"period": period, "kinds": _kinds(scopes), "ids": _ids(scopes)}
+            ).fetchall()
+        position = rows[0]["position"]
+        assert position is None or isinstance(position, int)
+        return position or 0, [_status(r) for r in rows if r["scope"] is not None]
 
     def spend(self, scopes: Sequence[tuple[BudgetScope, UUID]], period: str) -> dict[str, Spend]:
         """The spend of each scope in `period`, keyed `scope:scope_id`."""
@@ -193,7 +197,7 @@ ORG_KEYS = frozenset({"org", "model", "day"})
 
 # The position and the spend in one statement, so that they are of one snapshot; it
 # always answers one row (the position) even with no budget to join.
-BUDGETS_COVERING = (
+_BUDGETS_COVERING = (
     f"WITH position AS (SELECT notification_id FROM {TRACKING_TABLE} "
     "WHERE application_name = 'usage') "
     "SELECT p.notification_id AS position, b.scope, b.scope_id, b.monthly_usd, "
@@ -207,18 +211,6 @@ BUDGETS_COVERING = (
     "LEFT JOIN usage_monthly m ON m.scope = b.scope AND m.scope_id = b.scope_id "
     "AND m.period = %(period)s"
 )
-
-
-def covering_params(scopes: Sequence[tuple[BudgetScope, UUID]], period: str) -> dict[str, object]:
-    """`BUDGETS_COVERING`'s parameters."""
-    return {"period": period, "kinds": _kinds(scopes), "ids": _ids(scopes)}
-
-
-def covering_of(rows: Sequence[dict[str, object]]) -> tuple[int, list[BudgetStatus]]:
-    """`BUDGETS_COVERING`'s rows as the position and the budgets' states."""
-    position = rows[0]["position"]
-    assert position is None or isinstance(position, int)
-    return position or 0, [_status(r) for r in rows if r["scope"] is not None]
 
 
 def _kinds(scopes: Sequence[tuple[BudgetScope, UUID]]) -> list[str]:
