@@ -1,5 +1,6 @@
 """A session's conversation as message resources: each assistant message with its tool
-calls and how each ended, read from the log (`GET /sessions/{id}/messages`, details)."""
+calls and how each ended, and each call made by hand as the user's, read from the log
+(`GET /sessions/{id}/messages`, details)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from adapters.http.streams.sse import message_of
 from domain.events import SessionEvent
 from domain.session import AgentSession
 from domain.session import AgentSession as S
+from domain.values import MANUAL_PREFIX
 from schemas import sse
 from schemas.api import MessageOut, ToolCallOut, ToolCallStatus
 
@@ -40,7 +42,22 @@ def messages_of(session: AgentSession, events: Sequence[SessionEvent]) -> list[M
             unresolved_citations=m.unresolved_citations, attachments=m.attachments or None,
         )  # fmt: skip
 
-    return [message_out(m) for m in map(message_of, events) if m is not None]
+    def by_hand(e: S.ToolCallRequested) -> MessageOut:
+        """A call made by hand: the user's, as the model's context has it."""
+        use = sse.ToolUse(id=e.tool_use_id, name=e.tool, args=e.args)
+        return MessageOut(
+            id=str(e.originator_version), session_id=session.id, version=e.originator_version,
+            role="user", content="", created_at=e.timestamp, tool_calls=[call_out(use)],
+        )  # fmt: skip
+
+    listed = []
+    for e in events:
+        m = message_of(e)
+        if m is not None:
+            listed.append(message_out(m))
+        elif isinstance(e, S.ToolCallRequested) and e.tool_use_id.startswith(MANUAL_PREFIX):
+            listed.append(by_hand(e))
+    return listed
 
 
 def active_skill(events: Sequence[SessionEvent]) -> str | None:

@@ -60,6 +60,23 @@ describe('chat reducer', () => {
     expect(state.turns[0]?.toolIds).toEqual(['t1'])
   })
 
+  it('shows a call made by hand as the user\'s own turn, once, and starts no run', () => {
+    const state = createChatState()
+    apply(state, stored(3, 'Done.'))
+    const call = { type: 'tool_call', id: 'manual_1', name: 'code_execute', args: { code: 'print(1)' } as never } as const
+    apply(state, ev({ ...call, status: 'pending', version: 4, timestamp: at }, 4))
+    apply(state, ev({ ...call, status: 'running' }))
+    expect(state.turns.map((t) => [t.role, t.id, t.toolIds])).toEqual([
+      ['assistant', 'm3', []],
+      ['user', '4', ['manual_1']],
+    ])
+    expect(state.running).toBe(false)
+    const reloaded = createChatState() // the same turn from the history, then the stream again
+    addHistory(reloaded, [{ id: '4', session_id: 's', version: 4, role: 'user', content: '', created_at: at, tool_calls: [{ id: 'manual_1', name: 'code_execute', args: {}, status: 'pending' }] }])
+    apply(reloaded, ev({ ...call, status: 'pending', version: 4, timestamp: at }, 4))
+    expect(reloaded.turns.map((t) => t.toolIds)).toEqual([['manual_1']])
+  })
+
   it('opens an approval on confirm_required and closes it when answered', () => {
     const state = createChatState()
     apply(state, ev({ type: 'confirm_required', action_id: 'a1', tool: 'note_progress', args: { text: 'x' } as never, description: 'Note?', tool_call_id: 't1', version: 4, timestamp: at }, 4))

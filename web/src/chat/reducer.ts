@@ -7,6 +7,9 @@ import type { SseEvent } from '@/api/sse'
 import type { AttachedView } from './attachments'
 import type { ChatState, ToolStatus, ToolView, Turn } from './state'
 
+// The ids of tool calls made by hand (`POST /mcp/tools/{name}/execute`), outside any run.
+const BY_HAND = 'manual_'
+
 let counter = 0
 const key = (prefix: string): string => `${prefix}-${++counter}`
 
@@ -198,11 +201,15 @@ export function apply(state: ChatState, event: SseEvent): void {
       const view = upsertTool(state, p.id, p.name, p.args)
       view.risky = p.risk === 'risky'
       if (p.status === 'running' && view.status === 'pending') setStatus(view, 'running')
+      const byHand = p.id.startsWith(BY_HAND)
       if (owner(state, p.id) === undefined) {
-        const last = state.turns.findLast((t) => t.role === 'assistant') ?? liveTurn(state)
+        // A call made by hand is the user's, a turn of its own (as the history lists it).
+        const last = byHand
+          ? (state.turns[state.turns.push(turn('user', p.version == null ? null : String(p.version), '', false)) - 1] as Turn)
+          : (state.turns.findLast((t) => t.role === 'assistant') ?? liveTurn(state))
         attach(last, p.id)
       }
-      state.running = true
+      if (!byHand) state.running = true // a call made by hand starts no run
       return
     }
     case 'tool_result': {
