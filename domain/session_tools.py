@@ -59,7 +59,8 @@ class ToolLog(SessionLog):
 
         def apply(self, aggregate: Any) -> None:
             aggregate.pending_confirmations[self.action_id] = self.tool_use_id
-            aggregate.status = "waiting"
+            if aggregate.active_run is not None:  # a call made by hand keeps no run waiting
+                aggregate.status = "waiting"
 
     class ConfirmationGiven(Aggregate.Event):
         action_id: str

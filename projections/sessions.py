@@ -180,6 +180,10 @@ class _Row:
     sets: dict[str, object] = field(default_factory=dict)  # column -> its new value
     # A confirmation given while the status is not known here: running if it was waiting.
     resume_if_waiting: bool = False
+    # A confirmation asked while whether a run is going is not known here: the status if
+    # the row has an active run, else what it was (None: the row's own, not changed).
+    if_run: str | None = None
+    otherwise: object = None
     version: int = 0
     at: datetime | None = None
 
@@ -189,10 +193,24 @@ class _Row:
     def set(self, column: str, value: object) -> None:
         self.sets[column] = value
         if column == "status":
+            self.resume_if_waiting, self.if_run = False, None
+
+    def wait(self) -> None:
+        """A confirmation asked: a run going waits for it; a call made by hand outside any
+        run changes no status (as `AgentSession` has it)."""
+        if "active_run" in self.sets:
+            if self.sets["active_run"] is not None:
+                self.set("status", "waiting")
+            return
+        if self.if_run is None:
+            self.otherwise = self.sets.pop("status", None)
             self.resume_if_waiting = False
+        self.if_run = "waiting"
 
     def resume(self) -> None:
-        if "status" not in self.sets:
+        if self.if_run is not None:
+            self.if_run = "running"
+        elif "status" not in self.sets:
             self.resume_if_waiting = True
         elif self.sets["status"] == "waiting":
             self.sets["status"] = "running"
@@ -201,10 +219,16 @@ class _Row:
         """The UPDATE's assignments (column names from `_fold` alone) and parameters."""
         parts = [f"{c} = {c} + %s" for c in self.adds]
         parts += [f"{c} = %s" for c in self.sets]
+        rule: tuple[object, ...] = ()
         if self.resume_if_waiting:
             parts.append("status = CASE WHEN status = 'waiting' THEN 'running' ELSE status END")
+        elif self.if_run is not None:
+            otherwise = "status" if self.otherwise is None else "%s"
+            parts.append(f"status = CASE WHEN active_run IS NULL THEN {otherwise} ELSE %s END")
+            rule = (*(() if self.otherwise is None else (self.otherwise,)), self.if_run)
         parts += ["version = %s", "last_activity_at = %s"]
-        return ", ".join(parts), (*self.adds.values(), *self.sets.values(), self.version, self.at)
+        params = (*self.adds.values(), *self.sets.values(), *rule, self.version, self.at)
+        return ", ".join(parts), params
 
 
 def _fold(row: _Row, e: SessionEvent) -> None:
@@ -227,7 +251,7 @@ def _fold(row: _Row, e: SessionEvent) -> None:
         case S.RunStarted():
             row.set("status", "running")
         case S.ConfirmationRequested():
-            row.set("status", "waiting")
+            row.wait()
         case S.ConfirmationGiven():
             row.resume()
         case S.RunCompleted():

@@ -209,3 +209,50 @@ def test_the_sessions_row_from_one_batch_is_the_row_from_one_event_at_a_time(
     assert one_by_one["message_count"] == 4 and one_by_one["tool_call_count"] == 3
     assert one_by_one["failure_count"] == 1 and one_by_one["title"] == "renamed"
     assert one_by_one["version"] == events[-1].originator_version
+
+
+def test_a_call_made_by_hand_outside_a_run_keeps_the_session_s_status(
+    container: Container,
+) -> None:
+    """An approval asked for a call made by hand, with no run going, keeps no run waiting:
+    the session stays as its last run left it, asked and answered, in the aggregate and
+    in the view, whatever the batches; a run's approval still makes it wait."""
+    app, view = container.sessions, container.views.sessions
+    sid = busy_session(container)  # its run completed
+    app.request_tool_call(sid, "manual_1", "code_execute", {"code": "1"})
+    app.request_confirmation(sid, "a1", "manual_1", "code_execute", {"code": "1"}, "run it")
+    asked = app.get_session(sid).version
+    assert app.get_session(sid).status == "completed"
+    app.give_confirmation(sid, "a1", True)
+    assert app.get_session(sid).status == "completed"
+    run = uuid4()
+    app.request_run(sid, run)
+    app.start_run(sid, run, "w")
+    app.request_tool_call(sid, "t9", "code_execute", {"code": "2"})
+    app.request_confirmation(sid, "a2", "t9", "code_execute", {"code": "2"}, "run it")
+    events = list(app.session_events(sid))
+
+    def statuses(*batches: list[SessionEvent]) -> list[str]:
+        """The row's status after each batch."""
+        seen = []
+        with view.datastore.transaction(commit=True) as curs:
+            curs.execute("DELETE FROM sessions_view")
+        for batch in batches:
+            with view.datastore.transaction(commit=True) as curs:
+                view.apply_events(curs, batch)
+            summary = view.get(sid)
+            assert summary is not None
+            seen.append(summary.status)
+        return seen
+
+    at_ask = next(i for i, e in enumerate(events) if e.originator_version == asked) + 1
+    at_run = next(i for i, e in enumerate(events) if type(e).__name__ == "RunRequested" and
+                  getattr(e, "run_id", None) == run)  # fmt: skip
+    assert statuses(events[:at_ask], events[at_ask:at_run], events[at_run:]) == [
+        "completed", "completed", "waiting"
+    ]  # fmt: skip
+    assert statuses(events) == ["waiting"]
+    assert statuses(events[:at_ask], events[at_ask:]) == ["completed", "waiting"]
+    one_by_one = statuses(*([e] for e in events))
+    assert one_by_one[at_ask - 1 : at_run] == ["completed"] * (at_run - at_ask + 1)
+    assert app.get_session(sid).status == "waiting"
