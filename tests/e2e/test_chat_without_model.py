@@ -60,7 +60,12 @@ def test_without_a_model_a_chat_ends_with_llm_not_configured_and_the_rest_works(
     assert "checked by hand" in progress
     renamed = http.patch(f"/api/v1/sessions/{sid}", json={"title": "Renamed"})
     assert renamed.status_code == 200 and renamed.json()["title"] == "Renamed"
-    assert http.get(f"/api/v1/sessions/{sid}/messages").json()["total"] == 2
+    listed = http.get(f"/api/v1/sessions/{sid}/messages").json()
+    assert listed["total"] == 3  # the two messages, and the call made by hand, as the user's
+    by_hand = listed["items"][-1]
+    assert by_hand["role"] == "user" and by_hand["content"] == ""
+    calls = [(c["name"], c["status"]) for c in by_hand["tool_calls"]]
+    assert calls == [("note_progress", "success")]
     fork = http.post(f"/api/v1/sessions/{sid}/fork", json={"at_version": 2})
     assert fork.status_code == 201, fork.text
     # The list answers from the read model: the fork shows once it is applied.
