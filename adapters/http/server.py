@@ -56,6 +56,14 @@ def proxy_options(trusted: tuple[str, ...]) -> ProxyOptions:
     return {"proxy_headers": True, "forwarded_allow_ips": ",".join(trusted)}
 
 
+SOCKETS_GRACE = 1.0  # seconds a shutdown waits for the push sockets to close themselves
+
+
+def _is_socket(connection: object) -> bool:
+    """A WebSocket connection, of whichever of uvicorn's implementations."""
+    return type(connection).__module__.startswith("uvicorn.protocols.websockets.")
+
+
 class _Server(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, on_exit: Callable[[], object]) -> None:
         super().__init__(config)
@@ -65,6 +73,17 @@ class _Server(uvicorn.Server):
         await super().startup(sockets)
         if self.started:  # the app and what it started are built: the heap is settled
             freeze_started_heap()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's, once the push sockets have closed themselves (1001, "connect
+        again": the feed ended them at the signal), waiting `SOCKETS_GRACE` seconds at
+        most: uvicorn drops a socket still open with 1012, and on a busy machine it used
+        to get there first."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + SOCKETS_GRACE
+        while loop.time() < until and any(map(_is_socket, self.server_state.connections)):
+            await asyncio.sleep(0.02)
+        await super().shutdown(sockets)
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)
