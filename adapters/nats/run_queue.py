@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import msgspec
 from nats.aio.client import Client as NATS
@@ -86,19 +86,31 @@ class RunQueue:
         self._ensured = True
 
     async def dispatch(
-        self, session_id: UUID, run_id: UUID, at_version: int, *, recovering: bool = False
+        self,
+        session_id: UUID,
+        run_id: UUID,
+        at_version: int,
+        *,
+        recovering: bool = False,
+        again: bool = False,
     ) -> None:
-        await self.publish(RunRequest(session_id, run_id, at_version, recovering))
+        """Ask a worker to drive the run. `again`: the sweep hands out a run no worker
+        holds, whose first request may have been taken and acked away without the run
+        started: a message of its own, not a duplicate of that first one to JetStream
+        (which would drop it for its whole duplicate window)."""
+        request = RunRequest(session_id, run_id, at_version, recovering)
+        await self.publish(request, again=again)
 
-    async def publish(self, request: RunRequest) -> None:
+    async def publish(self, request: RunRequest, *, again: bool = False) -> None:
         js = self.connection().jetstream()
         if not self._ensured:
             await self.ensure(js)
+        msg_id = f"{request.message_id}:again:{uuid4().hex}" if again else request.message_id
         await js.publish(
             f"{self.prefix}.request.{request.session_id}",
             msgspec.json.encode(request),
             # The caller's trace goes on in the worker that drives the run.
-            headers={Header.MSG_ID.value: request.message_id, **trace_headers()},
+            headers={Header.MSG_ID.value: msg_id, **trace_headers()},
         )
 
     async def consumer(self, ack_wait: float) -> JetStreamContext.PullSubscription:

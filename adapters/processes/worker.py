@@ -17,7 +17,9 @@ A run redelivered after its worker died resumes from the log: a tool call withou
 result is recorded `interrupted`, never run twice. A stop for a run it holds arrives on
 the worker's own subject: the task is cancelled, and the API records the stop.
 Every `sweep` seconds a worker hands out again the active runs that no live worker
-holds (requested while NATS was away, or left by a worker that died).
+holds (requested while NATS was away, left by a worker that died, or whose request was
+taken and acked away with nothing started), as messages of their own: not duplicates
+of the first request, which JetStream would drop for its duplicate window.
 """
 
 from __future__ import annotations
@@ -291,7 +293,9 @@ class Worker:
             last = await engine.bridge(_last_event, engine.sessions, sid, session.version)
             # Nothing since the request or the approval: no worker started on it yet.
             untouched = isinstance(last, S.RunRequested | S.ConfirmationGiven)
-            await self.queue.dispatch(sid, run_id, session.version, recovering=not untouched)
+            await self.queue.dispatch(
+                sid, run_id, session.version, recovering=not untouched, again=True
+            )
             handed += 1
         return handed
 

@@ -89,7 +89,7 @@ class Stack:
         return (await nc.jetstream().stream_info(self.queue.name)).state.messages
 
 
-MakeStack = Callable[[LLM], Awaitable[Stack]]
+MakeStack = Callable[..., Awaitable[Stack]]  # (llm, *, sweep=60)
 
 
 @pytest.fixture
@@ -98,8 +98,8 @@ async def make_stack(
 ) -> AsyncIterator[MakeStack]:
     stacks: list[Stack] = []
 
-    async def make(llm: LLM) -> Stack:
-        s = settings.override(run_ack_wait=2, run_max_deliveries=3, run_sweep=60)
+    async def make(llm: LLM, *, sweep: int = 60) -> Stack:
+        s = settings.override(run_ack_wait=2, run_max_deliveries=3, run_sweep=sweep)
         system = bootstrap(
             s, database_url=database_url, nats_url=nats_url, llm=llm, deltas=NullDeltaSink(),
             tools=[*build_tools(s), Deploy(tmp_path)], background=NO_BACKGROUND,
@@ -142,6 +142,26 @@ async def test_a_run_requested_twice_runs_once(make_stack: MakeStack) -> None:
 
 async def _zero(stack: Stack) -> bool:
     return await stack.queued() == 0
+
+
+async def test_the_sweep_hands_out_a_run_whose_request_was_taken_and_not_driven(
+    make_stack: MakeStack,
+) -> None:
+    """A request acked away with its run not started (here: delivered before the run was
+    in the log, so the worker found nothing to drive) leaves the run to the sweep, which
+    hands it out again at once, not once JetStream's duplicate window (two minutes) has
+    forgotten the first request's id."""
+    stack = await make_stack(ScriptedLLM(answers), sweep=1)
+    sid, run_id = new_session(stack), uuid4()
+    early = RunRequest(sid, run_id, 3)  # the version the message and its run will reach
+    await stack.queue.publish(early)
+    await eventually_async(lambda: _zero(stack), what="the early request to be acked away")
+    receipt = stack.system.container.sessions.submit_message(sid, "hello", run_id)
+    assert receipt.version == early.at_version  # not published: as if its request was lost
+    await eventually_async(
+        lambda: stack.count(sid, S.RunCompleted) == 1, timeout=20, what="the sweep's hand-out"
+    )
+    assert stack.count(sid, S.RunStarted) == 1
 
 
 async def test_a_run_failing_on_every_delivery_fails_after_the_limit(make_stack: MakeStack) -> None:
