@@ -139,7 +139,9 @@ async def test_a_reader_that_stops_reading_holds_up_no_one_and_loses_no_stored_e
         await append(container, sid, 1)
     versions, deltas = await reading  # while `stalled` has read nothing of this
     assert versions == list(range(2, 32))
-    assert deltas == [f"d{i}" for i in range(30)]
+    # Every chunk once, in order; two may arrive joined when the reader fell behind a
+    # moment (`join_text`), on a busy machine.
+    assert "".join(deltas) == "".join(f"d{i}" for i in range(30))
 
     rest = await stored_until(stalled, 31)  # overflowed long ago: refilled from the store
     assert [s.version for s in rest] == list(range(2, 32))
