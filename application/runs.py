@@ -28,13 +28,14 @@ from application.ports import RunDispatch, RunLocks
 from application.receipt import Receipt
 from application.runner import AgentRunner, RunEnd
 from application.sessions import SessionService
-from domain.errors import ClaimLost
+from domain.errors import ClaimLost, Conflict
 from domain.session import AgentSession
 from domain.values import MANUAL_PREFIX, AttachedFile
 
 log = logging.getLogger(__name__)
 
 STOP_GRACE = 1.0  # seconds a cancelled run may take to unwind before the stop is recorded
+STOP_TRIES = 3  # a stop meets a write of the run's (a worker claiming it) and goes again
 KEEP_GRACE = 5.0  # seconds a shutdown waits for the memories of finished runs
 
 
@@ -114,7 +115,20 @@ class RunScheduler:
         return Answer(receipt, after)
 
     async def stop(self, session_id: UUID, reason: str = "stopped by the user") -> Receipt:
-        """Cancel the run's task (here, or on the worker that holds it) and record the stop."""
+        """Cancel the run's task (here, or on the worker that holds it) and record the stop.
+        A write of the run's that lands first (a worker claiming it just now) is met by
+        stopping again, as the log then says, not by a conflict for the user."""
+        for attempt in range(STOP_TRIES):
+            await self._halt(session_id)
+            try:
+                return await self.bridge(self.sessions.stop_active_run, session_id, reason)
+            except Conflict:
+                if attempt == STOP_TRIES - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _halt(self, session_id: UUID) -> None:
+        """Cancel the run's task here, or ask the worker that holds it to."""
         task = self._tasks.get(session_id)
         if task is not None:
             task.cancel()
@@ -126,7 +140,6 @@ class RunScheduler:
                     await self.dispatch.stop(session_id, session.run_worker)
                 except Exception:  # the stop is recorded anyway: the holder's writes then fail
                     log.warning("could not reach %s to stop its run", session.run_worker)
-        return await self.bridge(self.sessions.stop_active_run, session_id, reason)
 
     def recover(self, active: Iterable[tuple[UUID, UUID]]) -> None:
         """Resume runs left active by a previous process (crash or restart)."""

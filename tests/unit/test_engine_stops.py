@@ -10,7 +10,7 @@ from uuid import UUID
 
 import pytest
 
-from domain.errors import RunAlreadyActive
+from domain.errors import Conflict, RunAlreadyActive
 from tests.fakes.engine import make_engine, scripted
 from tests.unit.test_engine import call
 
@@ -156,3 +156,30 @@ async def test_an_approval_given_while_the_suspended_run_is_winding_down_resumes
     assert await engine.scheduler.wait(sid) == "completed"
     assert engine.delete_file.deleted == ["/tmp/x"]
     assert engine.kinds(sid)[-1] == "RunCompleted"
+
+
+async def test_a_stop_that_meets_a_write_of_the_run_s_stops_it_all_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user's stop and a write of the run's (a worker claiming it that moment) race:
+    the stop that loses goes again as the log then says, and the run is stopped, not
+    answered with a conflict."""
+    llm = scripted({"text": "never finished", "delay": 30})
+    engine = make_engine(llm, tmp_path)
+    sid = await engine.new_session()
+    await engine.scheduler.send_message(sid, "think long")
+    while not llm.requests:
+        await asyncio.sleep(0)
+    stop = engine.sessions.stop_active_run
+    lost: list[UUID] = []
+
+    def racing(session_id: UUID, reason: str) -> object:
+        if not lost:  # another command wrote first, as a claim at that moment does
+            lost.append(session_id)
+            raise Conflict(f"session {session_id} was changed by another command")
+        return stop(session_id, reason)
+
+    monkeypatch.setattr(engine.sessions, "stop_active_run", racing)
+    await engine.scheduler.stop(sid)
+    assert lost == [sid] and engine.kinds(sid).count("RunStopped") == 1
+    assert not engine.scheduler.is_running(sid)
